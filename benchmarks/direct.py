@@ -1,0 +1,215 @@
+"""In-process ``call_tool`` round trips per second: snodo.direct versus the official Python SDK.
+
+    python benchmarks/direct.py [--calls 3000] [--rounds 5] [--warmup 300]
+
+Both sides serve one tool, ``echo(text) -> text``, in the same process as the client:
+
+* snodo: ``snodo.direct(runtime)`` on a ``snodo.server.Runtime``, pinned to 2026-07-28 and to
+  2025-11-25 (an initialize-era session negotiated through the Runtime).
+* SDK (``mcp`` 2.3.0): ``mcp.Client(MCPServer)`` inside ``anyio.run``. ``mode="2026-07-28"`` drives
+  the SDK's direct per-request path (no JSON-RPC framing), ``mode="legacy"`` the 2025-11-25
+  initialize handshake over its in-memory streams.
+
+Every measurement runs in a fresh subprocess (neither library's import or heap weighs on the
+other), checks one answer, makes ``--warmup`` untimed calls, then times ``--calls`` sequential
+calls. Rounds interleave the four cases so machine noise hits them alike. Reported: calls/s
+min / median / max over the rounds, and the median ratio snodo / SDK per protocol version.
+Target: snodo at least 3x the SDK's rate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from importlib import metadata
+from typing import Any
+
+TARGET_RATIO = 3.0
+TEXT = "hi"
+
+#: case name -> (library, protocol version)
+CASES: dict[str, tuple[str, str]] = {
+    "snodo 2026-07-28": ("snodo", "2026-07-28"),
+    "sdk 2026-07-28": ("sdk", "2026-07-28"),
+    "snodo 2025-11-25": ("snodo", "2025-11-25"),
+    "sdk 2025-11-25": ("sdk", "2025-11-25"),
+}
+PAIRS = [("snodo 2026-07-28", "sdk 2026-07-28"), ("snodo 2025-11-25", "sdk 2025-11-25")]
+
+
+# -- the workers (each runs in its own subprocess) ----------------------------------------------
+
+
+def run_snodo(version: str, calls: int, warmup: int) -> dict[str, Any]:
+    import snodo
+    from snodo.server import Runtime
+
+    runtime = Runtime("bench-echo", "1.0")
+
+    @runtime.tool()
+    def echo(args: dict[str, Any], ctx: Any) -> str:
+        return str(args["text"])
+
+    with snodo.direct(runtime, protocol=version) as client:
+        first = client.call_tool("echo", {"text": TEXT})
+        assert isinstance(first, dict), first
+        assert first["content"][0]["text"] == TEXT, first
+        negotiated = client.version
+        last: object = first
+        for _ in range(warmup):
+            client.call_tool("echo", {"text": TEXT})
+        started = time.perf_counter()
+        for _ in range(calls):
+            last = client.call_tool("echo", {"text": TEXT})
+        elapsed = time.perf_counter() - started
+        assert isinstance(last, dict) and last["content"][0]["text"] == TEXT, last
+    return {"seconds": elapsed, "negotiated": negotiated}
+
+
+def run_sdk(version: str, calls: int, warmup: int) -> dict[str, Any]:
+    import anyio
+    from mcp import Client
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("bench-echo")
+
+    @server.tool()
+    def echo(text: str) -> str:
+        return text
+
+    mode = "legacy" if version == "2025-11-25" else version
+    outcome: dict[str, Any] = {}
+
+    async def session() -> None:
+        async with Client(server, mode=mode) as client:
+            first = await client.call_tool("echo", {"text": TEXT})
+            block = first.content[0]
+            assert getattr(block, "text", None) == TEXT, first
+            negotiated = client.session.protocol_version
+            last = first
+            for _ in range(warmup):
+                await client.call_tool("echo", {"text": TEXT})
+            started = time.perf_counter()
+            for _ in range(calls):
+                last = await client.call_tool("echo", {"text": TEXT})
+            outcome["seconds"] = time.perf_counter() - started
+            assert getattr(last.content[0], "text", None) == TEXT, last
+            outcome["negotiated"] = negotiated
+
+    anyio.run(session)
+    return outcome
+
+
+def worker(case: str, calls: int, warmup: int) -> int:
+    library, version = CASES[case]
+    run = run_snodo if library == "snodo" else run_sdk
+    outcome = run(version, calls, warmup)
+    print(json.dumps(outcome))
+    return 0
+
+
+# -- the driver ---------------------------------------------------------------------------------
+
+
+def machine() -> str:
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return (
+        f"{model}, {os.cpu_count()} cores; Python {platform.python_version()} "
+        f"({platform.python_implementation()}) on {platform.system()} {platform.release()}"
+    )
+
+
+def version_of(distribution: str) -> str:
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def measure(case: str, calls: int, warmup: int) -> tuple[float, str] | str:
+    """One measurement in a fresh subprocess: (calls per second, negotiated) or an error text."""
+    command = [sys.executable, __file__, "--worker", case, "--calls", str(calls)]
+    command += ["--warmup", str(warmup)]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+    except subprocess.TimeoutExpired:
+        return "timed out after 300 s"
+    if done.returncode != 0:
+        lines = done.stderr.strip().splitlines() or [f"exit status {done.returncode}"]
+        return lines[-1]
+    outcome = json.loads(done.stdout.strip().splitlines()[-1])
+    return calls / float(outcome["seconds"]), str(outcome["negotiated"])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=3000, help="timed calls per round")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds (one subprocess each)")
+    parser.add_argument("--warmup", type=int, default=300, help="untimed calls first")
+    parser.add_argument("--worker", choices=sorted(CASES), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        return worker(args.worker, args.calls, args.warmup)
+
+    print("direct (in-process) call_tool round trips, one echo tool, sequential calls")
+    print(f"machine: {machine()}")
+    print(f"snodo {version_of('snodo')}, mcp {version_of('mcp')}")
+    print(f"{args.rounds} rounds x {args.calls} calls after {args.warmup} warm-up calls\n")
+
+    rates: dict[str, list[float]] = {case: [] for case in CASES}
+    negotiated: dict[str, str] = {}
+    errors: dict[str, str] = {}
+    for _ in range(args.rounds):
+        for case in CASES:
+            if case in errors:
+                continue
+            got = measure(case, args.calls, args.warmup)
+            if isinstance(got, str):
+                errors[case] = got
+                continue
+            rates[case].append(got[0])
+            negotiated[case] = got[1]
+
+    print(
+        f"{'case':<18} {'negotiated':<11} {'min/s':>9} {'median/s':>9} {'max/s':>9} {'µs/call':>8}"
+    )
+    medians: dict[str, float] = {}
+    for case, samples in rates.items():
+        if case in errors:
+            print(f"{case:<18} failed: {errors[case]}")
+            continue
+        median = statistics.median(samples)
+        medians[case] = median
+        print(
+            f"{case:<18} {negotiated[case]:<11} {min(samples):9.0f} {median:9.0f} "
+            f"{max(samples):9.0f} {1e6 / median:8.1f}"
+        )
+
+    print()
+    for ours, theirs in PAIRS:
+        if ours not in medians or theirs not in medians:
+            print(f"ratio {ours} / {theirs}: n/a")
+            continue
+        ratio = medians[ours] / medians[theirs]
+        verdict = "met" if ratio >= TARGET_RATIO else "NOT met"
+        print(f"ratio {ours} / {theirs}: {ratio:.2f}x (target >= {TARGET_RATIO:.0f}x: {verdict})")
+    return 1 if any(CASES[case][0] == "snodo" for case in errors) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

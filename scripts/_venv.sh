@@ -1,0 +1,106 @@
+# shellcheck shell=bash
+# Sourced by scripts/demo, scripts/test and benchmarks/run_all: makes sure ./.venv exists, works,
+# and has snodo installed (editable) with the requested extras. Not meant to be run on its own.
+#
+#   source scripts/_venv.sh; snodo_venv test      # or: snodo_venv base
+#
+# After it returns, $REPO is the repository root (also the cwd) and $PY is the venv's python.
+#
+# The install is skipped when .venv/.snodo-install records the same pyproject.toml hash and an
+# extras set that covers the request ("test" covers "base"). Set SNODO_REINSTALL=1 to force it.
+# The Python that creates the venv is $PYTHON if set, else the first python3.x >= 3.10 on PATH.
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$REPO"
+VENV="$REPO/.venv"
+PY="$VENV/bin/python"
+STAMP="$VENV/.snodo-install"
+
+_snodo_log() { printf '%s\n' "[$(basename "$0")] $*" >&2; }
+
+_snodo_py_ok() { # usage: _snodo_py_ok INTERPRETER -> true if it runs and is >= 3.10
+  "$1" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else 1)' >/dev/null 2>&1
+}
+
+_snodo_pick_python() {
+  local candidate
+  for candidate in ${PYTHON:-} python3 python3.13 python3.12 python3.11 python3.10; do
+    if command -v "$candidate" >/dev/null 2>&1 && _snodo_py_ok "$candidate"; then
+      printf '%s\n' "$candidate"
+      return 0
+    fi
+  done
+  return 1
+}
+
+_snodo_create_venv() {
+  local base
+  if ! base="$(_snodo_pick_python)"; then
+    _snodo_log "error: snodo needs Python 3.10 or newer (python3 on PATH is: $(python3 --version 2>&1 || echo missing))"
+    return 1
+  fi
+  _snodo_log "creating .venv with $base ($("$base" --version 2>&1))"
+  rm -rf "$VENV"
+  if ! "$base" -m venv "$VENV"; then
+    _snodo_log "error: '$base -m venv' failed; on Debian/Ubuntu install it: apt-get install python3-venv"
+    rm -rf "$VENV"
+    return 1
+  fi
+  # Editable installs from pyproject.toml need pip >= 21.3; old distributions ship older ones.
+  _snodo_pip install --upgrade 'pip>=23' || _snodo_log "warning: could not upgrade pip; continuing"
+}
+
+_snodo_pip() { # pip, quiet; its output (build-backend warnings included) is shown only on failure
+  local log="$VENV/.snodo-pip.log"
+  if "$PY" -m pip --disable-pip-version-check --quiet "$@" >"$log" 2>&1; then
+    return 0
+  fi
+  cat "$log" >&2
+  return 1
+}
+
+_snodo_pyproject_hash() {
+  "$PY" -c 'import hashlib, sys; print(hashlib.sha256(open(sys.argv[1], "rb").read()).hexdigest())' \
+    "$REPO/pyproject.toml"
+}
+
+_snodo_install_current() { # usage: _snodo_install_current EXTRAS HASH
+  [ -f "$STAMP" ] || return 1
+  local stamp_hash stamp_extras
+  read -r stamp_hash stamp_extras <"$STAMP" || return 1
+  [ "$stamp_hash" = "$2" ] || return 1
+  [ "$stamp_extras" = "$1" ] || [ "$stamp_extras" = "test" ]
+}
+
+snodo_venv() { # usage: snodo_venv base|test
+  local extras="${1:-base}" spec=".[test]" hash
+  [ "$extras" = "test" ] || spec="."
+
+  # One set-up at a time: several scripts may start together (CI, editors, colleagues).
+  # The lock is taken on pyproject.toml itself (read-only), so no lock file is left behind.
+  exec 9<"$REPO/pyproject.toml"
+  if command -v flock >/dev/null 2>&1; then
+    flock -w 600 9 || { _snodo_log "error: waited 600 s for another set-up to finish"; return 1; }
+  fi
+
+  if [ ! -x "$PY" ] || ! _snodo_py_ok "$PY" || ! "$PY" -m pip --version >/dev/null 2>&1; then
+    { [ -e "$PY" ] || [ -L "$PY" ]; } && _snodo_log ".venv's python is broken or too old; recreating .venv"
+    _snodo_create_venv || return 1
+  fi
+
+  hash="$(_snodo_pyproject_hash)"
+  if [ "${SNODO_REINSTALL:-0}" = "1" ] || ! _snodo_install_current "$extras" "$hash"; then
+    _snodo_log "installing snodo ($spec) into .venv"
+    rm -f "$STAMP"
+    _snodo_pip install -e "$spec" || {
+      _snodo_log "error: pip install -e '$spec' failed"
+      return 1
+    }
+    printf '%s %s\n' "$hash" "$extras" >"$STAMP"
+  fi
+
+  exec 9>&-
+  export VIRTUAL_ENV="$VENV"
+  export PATH="$VENV/bin:$PATH"
+  return 0
+}

@@ -1,0 +1,70 @@
+"""snodo: an MCP client for long-running Python programs.
+
+    client = snodo.direct(runtime)          # a server Runtime in this process
+    client.list_tools(); client.call_tool("search", {"query": "json"})
+
+Names are loaded on first use so that ``import snodo`` stays cheap.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "Client": "snodo.client",
+    "Progress": "snodo.client",
+    "direct": "snodo.connections",
+    "McpError": "snodo.protocol.errors",
+    "HandlerError": "snodo.protocol.errors",
+    "InputRequired": "snodo.protocol.results",
+    "Page": "snodo.protocol.results",
+    "Session": "snodo.protocol.negotiation",
+    "SUPPORTED_VERSIONS": "snodo.protocol.dialects",
+    "Transport": "snodo.transports.base",
+    "RequestOptions": "snodo.transports.base",
+}
+
+__all__ = [
+    "SUPPORTED_VERSIONS",
+    "Client",
+    "HandlerError",
+    "InputRequired",
+    "McpError",
+    "Page",
+    "Progress",
+    "RequestOptions",
+    "Session",
+    "Transport",
+    "__version__",
+    "direct",
+]
+
+if TYPE_CHECKING:
+    from snodo.client import Client as Client
+    from snodo.client import Progress as Progress
+    from snodo.connections import direct as direct
+    from snodo.protocol.dialects import SUPPORTED_VERSIONS as SUPPORTED_VERSIONS
+    from snodo.protocol.errors import HandlerError as HandlerError
+    from snodo.protocol.errors import McpError as McpError
+    from snodo.protocol.negotiation import Session as Session
+    from snodo.protocol.results import InputRequired as InputRequired
+    from snodo.protocol.results import Page as Page
+    from snodo.transports.base import RequestOptions as RequestOptions
+    from snodo.transports.base import Transport as Transport
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'snodo' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,0 +1,560 @@
+"""The Client facade: one API over every connection.
+
+The client holds the negotiated dialect, the validated options and a transport. Each call builds
+its params and ``_meta`` (``snodo.protocol.meta``), checks the method against the dialect's
+catalog, sends it, and reads the answer (``snodo.protocol.results``). Calls that may need input
+run the multi round-trip loop here, in the calling thread.
+"""
+
+from __future__ import annotations
+
+import itertools
+import queue
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, cast
+
+from snodo.protocol import errors, inputs, negotiation, paging, results
+from snodo.protocol import meta as meta_rules
+from snodo.protocol.dialects import Dialect
+from snodo.protocol.dialects.base import LIST_KINDS
+from snodo.protocol.errors import HandlerError, McpError
+from snodo.protocol.negotiation import Session
+from snodo.protocol.results import InputRequired, Page
+from snodo.protocol.trace import validate_trace_context
+from snodo.transports.base import RequestOptions, Transport, supports_notify
+
+#: Request ids are fresh integers, unique in the process, so one client can be shared freely.
+_ids = itertools.count(1)
+
+#: The pause before re-sending a result that carried only a requestState (as the TS client does).
+STATE_ONLY_RETRY_DELAY = 0.25
+
+ProgressTarget = Any  # a callable, a queue.Queue, or a Pykka ActorRef
+
+
+def next_request_id() -> int:
+    """A fresh request id."""
+    return next(_ids)
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """A progress report delivered to a queue or an actor: the ``notifications/progress`` params."""
+
+    params: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ClientOptions:
+    """The client-wide options, validated once at connect time."""
+
+    protocol: tuple[str, ...]
+    client_info: dict[str, Any] | None
+    client_capabilities: dict[str, Any]
+    input_handlers: dict[str, Callable[[dict[str, Any]], Any]]
+    timeout: float | None = 30.0
+    max_input_rounds: int = 10
+    max_pages: int = 1000
+    reset_timeout_on_progress: bool = False
+    max_total_timeout: float | None = 600.0
+
+
+def build_options(
+    *,
+    protocol: str | Sequence[str] | None = None,
+    client_info: Mapping[str, Any] | None = None,
+    client_capabilities: Mapping[str, Any] | None = None,
+    input_handlers: Mapping[str, Any] | None = None,
+    timeout: float | None = 30.0,
+    max_input_rounds: int = 10,
+    max_pages: int = 1000,
+    reset_timeout_on_progress: bool = False,
+    max_total_timeout: float | None = 600.0,
+) -> ClientOptions:
+    """Validate the options every connection shares (unknown names are a TypeError)."""
+    handlers = inputs.validate_handlers(input_handlers)
+    _check_positive_int("max_input_rounds", max_input_rounds, allow_zero=True)
+    _check_positive_int("max_pages", max_pages)
+    _check_timeout("timeout", timeout)
+    _check_timeout("max_total_timeout", max_total_timeout)
+    info = dict(client_info) if client_info is not None else dict(negotiation.DEFAULT_CLIENT_INFO)
+    return ClientOptions(
+        protocol=negotiation.allowed_versions(protocol),
+        client_info=info,
+        client_capabilities=inputs.merge_capabilities(client_capabilities, handlers),
+        input_handlers=handlers,
+        timeout=timeout,
+        max_input_rounds=max_input_rounds,
+        max_pages=max_pages,
+        reset_timeout_on_progress=reset_timeout_on_progress,
+        max_total_timeout=max_total_timeout,
+    )
+
+
+class Client:
+    """A connection to one MCP server; safe to share between threads, greenlets and actors."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        dialect: Dialect,
+        options: ClientOptions,
+        *,
+        session: Session | None = None,
+    ) -> None:
+        self._transport = transport
+        self._dialect = dialect
+        self._options = options
+        self._session = session
+        self._closed = False
+        self._close_lock = threading.Lock()
+
+    # -- what the connection is -------------------------------------------------------------
+
+    @property
+    def version(self) -> str:
+        """The negotiated protocol version."""
+        return self._dialect.version
+
+    @property
+    def dialect(self) -> Dialect:
+        return self._dialect
+
+    @property
+    def session(self) -> Session | None:
+        """The initialize-era session (version, session id, server info, capabilities), or None."""
+        return self._session
+
+    @property
+    def options(self) -> ClientOptions:
+        return self._options
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return f"<snodo.Client {type(self._transport).__name__} {self.version} {state}>"
+
+    # -- calls -----------------------------------------------------------------------------
+
+    def discover(self, *, timeout: float | None = None) -> dict[str, Any]:
+        """``server/discover`` (2026-07-28; refused with -32601 on initialize-era connections)."""
+        self._dialect.check_client_request("server/discover")
+        return self._complete(self._call("server/discover", None, timeout=timeout))
+
+    def ping(self, *, timeout: float | None = None) -> dict[str, Any]:
+        """``ping`` (initialize era)."""
+        self._dialect.check_client_request("ping")
+        return self._complete(self._call("ping", None, timeout=timeout))
+
+    def list_tools(self, *, timeout: float | None = None) -> list[dict[str, Any]]:
+        """Every tool, following ``nextCursor`` to the end."""
+        return self._list_all("tools/list", timeout)
+
+    def list_resources(self, *, timeout: float | None = None) -> list[dict[str, Any]]:
+        """Every resource, following ``nextCursor`` to the end."""
+        return self._list_all("resources/list", timeout)
+
+    def list_resource_templates(self, *, timeout: float | None = None) -> list[dict[str, Any]]:
+        """Every resource template, following ``nextCursor`` to the end."""
+        return self._list_all("resources/templates/list", timeout)
+
+    def list_prompts(self, *, timeout: float | None = None) -> list[dict[str, Any]]:
+        """Every prompt, following ``nextCursor`` to the end."""
+        return self._list_all("prompts/list", timeout)
+
+    def list_page(
+        self, kind: str, cursor: str | None = None, *, timeout: float | None = None
+    ) -> Page:
+        """One page of ``kind`` ("tools", "resources", "resource_templates", "prompts")."""
+        method = LIST_KINDS.get(kind)
+        if method is None:
+            raise ValueError(f"unknown list kind {kind!r}; expected one of {sorted(LIST_KINDS)}")
+        return self._page(method, cursor, timeout)
+
+    def call_tool(
+        self,
+        tool: str | Mapping[str, Any],
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        progress: ProgressTarget = None,
+        meta: Mapping[str, Any] | None = None,
+        trace_context: Mapping[str, Any] | None = None,
+        input_responses: Mapping[str, Any] | None = None,
+        request_state: str | None = None,
+        max_input_rounds: int | None = None,
+        reset_timeout_on_progress: bool | None = None,
+        max_total_timeout: float | None = None,
+    ) -> dict[str, Any] | InputRequired:
+        """``tools/call`` by name, or with the definition from ``list_tools`` (for Mcp-Param-*)."""
+        definition: Mapping[str, Any] | None = None
+        if isinstance(tool, Mapping):
+            definition = tool
+            name = tool.get("name")
+            if not isinstance(name, str):
+                raise ValueError("a tool definition needs a string 'name'")
+        elif isinstance(tool, str):
+            name = tool
+        else:
+            raise TypeError("tool must be a name or a tool definition dict")
+        params = {"name": name, "arguments": dict(arguments) if arguments is not None else {}}
+        return self._call(
+            "tools/call",
+            params,
+            timeout=timeout,
+            progress=progress,
+            meta=meta,
+            trace_context=trace_context,
+            input_responses=input_responses,
+            request_state=request_state,
+            max_input_rounds=max_input_rounds,
+            reset_timeout_on_progress=reset_timeout_on_progress,
+            max_total_timeout=max_total_timeout,
+            tool=definition,
+        )
+
+    def read_resource(
+        self,
+        uri: str,
+        *,
+        timeout: float | None = None,
+        progress: ProgressTarget = None,
+        meta: Mapping[str, Any] | None = None,
+        trace_context: Mapping[str, Any] | None = None,
+        input_responses: Mapping[str, Any] | None = None,
+        request_state: str | None = None,
+        max_input_rounds: int | None = None,
+    ) -> dict[str, Any] | InputRequired:
+        """``resources/read``."""
+        return self._call(
+            "resources/read",
+            {"uri": uri},
+            timeout=timeout,
+            progress=progress,
+            meta=meta,
+            trace_context=trace_context,
+            input_responses=input_responses,
+            request_state=request_state,
+            max_input_rounds=max_input_rounds,
+        )
+
+    def get_prompt(
+        self,
+        name: str,
+        arguments: Mapping[str, str] | None = None,
+        *,
+        timeout: float | None = None,
+        progress: ProgressTarget = None,
+        meta: Mapping[str, Any] | None = None,
+        trace_context: Mapping[str, Any] | None = None,
+        input_responses: Mapping[str, Any] | None = None,
+        request_state: str | None = None,
+        max_input_rounds: int | None = None,
+    ) -> dict[str, Any] | InputRequired:
+        """``prompts/get``."""
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = dict(arguments)
+        return self._call(
+            "prompts/get",
+            params,
+            timeout=timeout,
+            progress=progress,
+            meta=meta,
+            trace_context=trace_context,
+            input_responses=input_responses,
+            request_state=request_state,
+            max_input_rounds=max_input_rounds,
+        )
+
+    def request(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        progress: ProgressTarget = None,
+        meta: Mapping[str, Any] | None = None,
+        trace_context: Mapping[str, Any] | None = None,
+        input_responses: Mapping[str, Any] | None = None,
+        request_state: str | None = None,
+        max_input_rounds: int | None = None,
+        reset_timeout_on_progress: bool | None = None,
+        max_total_timeout: float | None = None,
+    ) -> dict[str, Any] | InputRequired:
+        """Any request the negotiated dialect lets a client send (an extension's too on 2026-07-28)."""
+        if not isinstance(method, str):
+            raise TypeError("method must be a string")
+        if method == "subscriptions/listen":
+            raise ValueError("use Client.listen() for subscriptions/listen, not request()")
+        self._dialect.check_client_request(method)
+        return self._call(
+            method,
+            params,
+            timeout=timeout,
+            progress=progress,
+            meta=meta,
+            trace_context=trace_context,
+            input_responses=input_responses,
+            request_state=request_state,
+            max_input_rounds=max_input_rounds,
+            reset_timeout_on_progress=reset_timeout_on_progress,
+            max_total_timeout=max_total_timeout,
+        )
+
+    def close(self) -> None:
+        """Close the connection; later calls fail with -32000. Idempotent."""
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._transport.close()
+
+    # -- the request pipeline ---------------------------------------------------------------
+
+    def _list_all(self, method: str, timeout: float | None) -> list[dict[str, Any]]:
+        state = paging.start(method, self._options.max_pages)
+        cursor: str | None = None
+        while True:
+            page = self._page(method, cursor, timeout)
+            state, cursor = paging.advance(state, page)
+            if cursor is None:
+                return cast("list[dict[str, Any]]", list(state.items))
+
+    def _page(self, method: str, cursor: str | None, timeout: float | None) -> Page:
+        params = {"cursor": cursor} if cursor is not None else None
+        result = self._complete(self._call(method, params, timeout=timeout))
+        return results.page_of(method, result)
+
+    @staticmethod
+    def _complete(outcome: dict[str, Any] | InputRequired) -> dict[str, Any]:
+        if isinstance(outcome, InputRequired):  # interpret() only allows it for MRTR methods
+            raise errors.connection_error("Unexpected input_required result")
+        return outcome
+
+    def _call(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None,
+        *,
+        timeout: float | None = None,
+        progress: ProgressTarget = None,
+        meta: Mapping[str, Any] | None = None,
+        trace_context: Mapping[str, Any] | None = None,
+        input_responses: Mapping[str, Any] | None = None,
+        request_state: str | None = None,
+        max_input_rounds: int | None = None,
+        reset_timeout_on_progress: bool | None = None,
+        max_total_timeout: float | None = None,
+        tool: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any] | InputRequired:
+        if self._closed:
+            raise errors.connection_error("Connection closed")
+        trace = validate_trace_context(trace_context) if trace_context is not None else None
+        _check_timeout("timeout", timeout)
+        options = RequestOptions(
+            dialect=self._dialect,
+            timeout=timeout if timeout is not None else self._options.timeout,
+            on_progress=_progress_sink(progress),
+            on_server_request=self._answer_server_request,
+            reset_timeout_on_progress=(
+                reset_timeout_on_progress
+                if reset_timeout_on_progress is not None
+                else self._options.reset_timeout_on_progress
+            ),
+            max_total_timeout=(
+                max_total_timeout if max_total_timeout is not None else self._options.max_total_timeout
+            ),
+            tool=tool,
+        )
+        rounds_allowed = (
+            max_input_rounds if max_input_rounds is not None else self._options.max_input_rounds
+        )
+        handlers = self._options.input_handlers
+        rounds = 0
+        last: InputRequired | None = None
+        while True:
+            request_id = next_request_id()
+            message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+            sent_params = meta_rules.build_params(
+                self._dialect,
+                params,
+                client_info=self._options.client_info,
+                client_capabilities=self._options.client_capabilities,
+                meta=meta,
+                trace=trace,
+                progress_token=request_id if options.on_progress is not None else None,
+                input_responses=input_responses,
+                request_state=request_state,
+            )
+            if sent_params is not None:
+                message["params"] = sent_params
+            try:
+                response = self._transport.request(message, options)
+                outcome = results.interpret(self._dialect, method, response)
+            except McpError as error:
+                raise _with_last(error, last) from None
+            if not isinstance(outcome, InputRequired) or not handlers:
+                return outcome
+            if rounds >= rounds_allowed:
+                raise McpError(
+                    errors.CONNECTION_CLOSED,
+                    f"Maximum input rounds exceeded ({rounds_allowed})",
+                    {"maxInputRounds": rounds_allowed},
+                    kind="transport",
+                    cause=("max_input_rounds", outcome),
+                )
+            rounds += 1
+            last = outcome
+            request_state = outcome.request_state
+            if outcome.input_requests:
+                input_responses = self._answer_round(outcome, handlers)
+            else:
+                input_responses = None
+                _pause(STATE_ONLY_RETRY_DELAY)
+
+    def _answer_round(
+        self, pending: InputRequired, handlers: Mapping[str, Callable[[dict[str, Any]], Any]]
+    ) -> dict[str, Any]:
+        """Match and check every input request first, then run the handlers one at a time."""
+        try:
+            tasks = inputs.plan_round(pending.input_requests, handlers)
+        except McpError as error:
+            raise _with_last(error, pending) from None
+        answers: dict[str, Any] = {}
+        for task in tasks:
+            try:
+                response = handlers[task.kind](task.params)
+            except HandlerError as failure:
+                raise errors.internal_error(
+                    f"Input handler for {task.key!r} failed",
+                    cause=("input_handler", task.key, failure.reason, pending),
+                ) from None
+            if not inputs.valid_response(task.kind, response):
+                raise errors.internal_error(
+                    f"Input handler for {task.key!r} returned an invalid {task.kind} response",
+                    cause=("input_handler", task.key, ("invalid_response", response), pending),
+                )
+            answers[task.key] = response
+        return answers
+
+    def _answer_server_request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Answer a request the server sent the client, through the input handlers."""
+        handlers = self._options.input_handlers
+        checked = inputs.check_server_request(method, params, handlers)
+        if checked is None:
+            return {}
+        kind, handler_params = checked
+        try:
+            response = handlers[kind](handler_params)
+        except HandlerError as failure:
+            raise errors.internal_error(
+                f"Input handler for {method} failed", cause=("input_handler", failure.reason)
+            ) from None
+        if not inputs.valid_response(kind, response):
+            raise errors.internal_error(
+                f"Input handler for {method} returned an invalid response",
+                cause=("input_handler", ("invalid_response", response)),
+            )
+        return cast("dict[str, Any]", response)
+
+
+def initialize_session(
+    transport: Transport, options: ClientOptions, version: str, dialect: Dialect
+) -> Session:
+    """Run ``initialize`` + ``notifications/initialized`` on ``transport`` and check the verdict."""
+    if not supports_notify(transport):
+        raise errors.invalid_params(
+            "This transport cannot send notifications, so it cannot open an initialize-era session",
+            {"requested": version},
+        )
+    request_options = RequestOptions(dialect=dialect, timeout=options.timeout)
+    message = {
+        "jsonrpc": "2.0",
+        "id": next_request_id(),
+        "method": "initialize",
+        "params": negotiation.initialize_params(
+            version, options.client_capabilities, options.client_info or {}
+        ),
+    }
+    response = transport.request(message, request_options)
+    if "error" in response:
+        raise McpError.from_wire(response["error"])
+    session = negotiation.initialize_verdict(response.get("result"), options.protocol)
+    from snodo.protocol.dialects import get
+
+    negotiated = get(session.version)
+    notify = transport.notify  # type: ignore[attr-defined]
+    notify(
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        replace(request_options, dialect=negotiated),
+    )
+    return session
+
+
+def _with_last(error: McpError, last: InputRequired | None) -> McpError:
+    """Put the last input_required result at the end of the error's cause."""
+    if last is None:
+        return error
+    cause = error.cause
+    if isinstance(cause, tuple):
+        error.cause = (*cause, last)
+    elif cause is None:
+        error.cause = (last,)
+    else:
+        error.cause = (cause, last)
+    return error
+
+
+def _progress_sink(target: ProgressTarget) -> Callable[[dict[str, Any]], None] | None:
+    """Turn ``progress=`` (a callable, a queue, or an actor ref) into a params consumer."""
+    if target is None:
+        return None
+    if isinstance(target, queue.Queue):
+        q: queue.Queue[Any] = target
+
+        def to_queue(params: dict[str, Any]) -> None:
+            try:
+                q.put_nowait(Progress(params))
+            except queue.Full:
+                pass  # the caller's own bounded queue; a full one drops the report
+
+        return to_queue
+    tell = getattr(target, "tell", None)
+    if callable(tell) and hasattr(target, "actor_urn"):
+
+        def to_actor(params: dict[str, Any]) -> None:
+            tell(Progress(params))
+
+        return to_actor
+    if callable(target):
+        return cast("Callable[[dict[str, Any]], None]", target)
+    raise TypeError("progress must be a callable, a queue.Queue or a Pykka ActorRef")
+
+
+def _pause(seconds: float) -> None:
+    """Wait ``seconds`` (the state-only retry pacing)."""
+    threading.Event().wait(seconds)
+
+
+def _check_positive_int(name: str, value: object, *, allow_zero: bool = False) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < (0 if allow_zero else 1):
+        raise ValueError(f"{name} must be a {'non-negative' if allow_zero else 'positive'} integer")
+
+
+def _check_timeout(name: str, value: object) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise ValueError(f"{name} must be a positive number of seconds or None")

@@ -1,0 +1,84 @@
+"""The :class:`Dialect` record: what one protocol version defines, as pure data and checks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from snodo.protocol.errors import McpError, method_not_found
+
+Era = Literal["stateless", "session"]
+
+#: Requests that may answer with an ``input_required`` result (2026-07-28 multi round-trip).
+MRTR_METHODS: frozenset[str] = frozenset({"tools/call", "resources/read", "prompts/get"})
+
+#: Paginated list methods and the result key that holds their items.
+LIST_METHODS: dict[str, str] = {
+    "tools/list": "tools",
+    "resources/list": "resources",
+    "resources/templates/list": "resourceTemplates",
+    "prompts/list": "prompts",
+}
+
+#: The name a caller uses for a list kind in ``list_page`` and the method behind it.
+LIST_KINDS: dict[str, str] = {
+    "tools": "tools/list",
+    "resources": "resources/list",
+    "resource_templates": "resources/templates/list",
+    "resourceTemplates": "resources/templates/list",
+    "prompts": "prompts/list",
+}
+
+#: The server requests the client answers on any connection (the reference's "server requests").
+INPUT_METHODS: frozenset[str] = frozenset(
+    {"elicitation/create", "sampling/createMessage", "roots/list"}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Dialect:
+    """One protocol version's catalog, derived from that version's ``schema.ts`` unions.
+
+    ``server_requests`` holds what the server may ask of the client: real JSON-RPC requests on
+    initialize-era versions, and the input requests embedded in ``input_required`` results on
+    2026-07-28 (which has no ``ServerRequest`` union).
+    """
+
+    version: str
+    era: Era
+    client_requests: frozenset[str]
+    server_requests: frozenset[str]
+    client_notifications: frozenset[str]
+    server_notifications: frozenset[str]
+    #: Requests whose results carry ``ttlMs``/``cacheScope`` (2026-07-28 only).
+    cacheable_methods: frozenset[str] = frozenset()
+    #: Requests that may answer ``input_required`` (2026-07-28 only).
+    mrtr_methods: frozenset[str] = frozenset()
+
+    @property
+    def stateless(self) -> bool:
+        return self.era == "stateless"
+
+    @property
+    def all_methods(self) -> frozenset[str]:
+        return (
+            self.client_requests
+            | self.server_requests
+            | self.client_notifications
+            | self.server_notifications
+        )
+
+    def check_client_request(self, method: str) -> None:
+        """Refuse, before anything is sent, a method this dialect does not let a client request.
+
+        Initialize-era: anything that is not a client request is refused with -32601.
+        2026-07-28: a method listed only as a server request or a notification is refused the
+        same way; an unlisted method is allowed, because negotiated extensions add methods.
+        """
+        if method in self.client_requests:
+            return
+        if self.era == "session" or method in self.all_methods:
+            raise self._refusal(method)
+
+    def _refusal(self, method: str) -> McpError:
+        return method_not_found(method, protocolVersion=self.version)

@@ -1,0 +1,165 @@
+"""McpError and the JSON-RPC / MCP error-code table.
+
+Codes, messages and ``data`` keys follow the reference: -32000 for a closed, unreachable or
+unusable connection and -32001 for a timeout (the official TypeScript SDK's codes), and the
+server's own code, message and data for decoded JSON-RPC errors.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal
+
+PARSE_ERROR: Final = -32700
+INVALID_REQUEST: Final = -32600
+METHOD_NOT_FOUND: Final = -32601
+INVALID_PARAMS: Final = -32602
+INTERNAL_ERROR: Final = -32603
+CONNECTION_CLOSED: Final = -32000
+REQUEST_TIMEOUT: Final = -32001
+RESOURCE_NOT_FOUND: Final = -32002
+HEADER_MISMATCH: Final = -32020
+MISSING_CLIENT_CAPABILITY: Final = -32021
+UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
+URL_ELICITATION_REQUIRED: Final = -32042
+
+ErrorKind = Literal["transport", "protocol", "authorization"]
+
+#: Default messages for the codes snodo itself produces.
+MESSAGES: Final[dict[int, str]] = {
+    PARSE_ERROR: "Parse error",
+    INVALID_REQUEST: "Invalid Request",
+    METHOD_NOT_FOUND: "Method not found",
+    INVALID_PARAMS: "Invalid params",
+    INTERNAL_ERROR: "Internal error",
+    CONNECTION_CLOSED: "Connection closed",
+    REQUEST_TIMEOUT: "Request timed out",
+    HEADER_MISMATCH: "Header mismatch",
+    MISSING_CLIENT_CAPABILITY: "Missing required client capability",
+    UNSUPPORTED_PROTOCOL_VERSION: "Unsupported protocol version",
+}
+
+
+class McpError(Exception):
+    """An MCP call failed: a decoded JSON-RPC error, or a local transport/protocol failure.
+
+    ``kind`` is ``"transport"`` for connection failures (-32000) and timeouts (-32001),
+    ``"protocol"`` for decoded JSON-RPC errors and local protocol refusals, and
+    ``"authorization"`` for OAuth failures. ``cause`` carries machine-readable detail that is
+    not part of the wire error (for instance ``("max_response_bytes", limit)``); by convention
+    the last input_required result of a multi round-trip call is its last element.
+    """
+
+    code: int
+    message: str
+    data: Any
+    kind: ErrorKind
+    cause: Any
+
+    def __init__(
+        self,
+        code: int,
+        message: str | None = None,
+        data: Any = None,
+        *,
+        kind: ErrorKind = "protocol",
+        cause: Any = None,
+    ) -> None:
+        self.code = code
+        self.message = message if message is not None else MESSAGES.get(code, "Error")
+        self.data = data
+        self.kind = kind
+        self.cause = cause
+        super().__init__(code, self.message)
+
+    def __str__(self) -> str:
+        text = f"[{self.code}] {self.message}"
+        if self.data is not None:
+            text += f" data={self.data!r}"
+        return text
+
+    def __repr__(self) -> str:
+        return (
+            f"McpError(code={self.code}, message={self.message!r}, data={self.data!r}, "
+            f"kind={self.kind!r}, cause={self.cause!r})"
+        )
+
+    def __reduce__(self) -> Any:
+        return (_rebuild, (self.code, self.message, self.data, self.kind, self.cause))
+
+    def to_wire(self) -> dict[str, Any]:
+        """The JSON-RPC ``error`` object for this error (``cause`` never goes on the wire)."""
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+    @classmethod
+    def from_wire(cls, error: Any, *, cause: Any = None) -> McpError:
+        """Build the error a peer sent, keeping its code, message and data."""
+        if not isinstance(error, dict):
+            return connection_error("Malformed JSON-RPC error object", cause=("malformed_error", error))
+        code = error.get("code")
+        message = error.get("message")
+        if not isinstance(code, int) or isinstance(code, bool):
+            return connection_error("Malformed JSON-RPC error object", cause=("malformed_error", error))
+        return cls(
+            code,
+            message if isinstance(message, str) else MESSAGES.get(code, "Error"),
+            error.get("data"),
+            kind="protocol",
+            cause=cause,
+        )
+
+
+def _rebuild(code: int, message: str, data: Any, kind: ErrorKind, cause: Any) -> McpError:
+    return McpError(code, message, data, kind=kind, cause=cause)
+
+
+class HandlerError(Exception):
+    """Raised by an input handler to fail without crashing (the reference's ``{:error, reason}``)."""
+
+    def __init__(self, reason: Any = None) -> None:
+        self.reason = reason
+        super().__init__(reason)
+
+
+def connection_error(message: str = "Connection closed", *, cause: Any = None) -> McpError:
+    """-32000: the connection is closed, unreachable or unusable."""
+    return McpError(CONNECTION_CLOSED, message, kind="transport", cause=cause)
+
+
+def timeout_error(timeout: float, *, cause: Any = None) -> McpError:
+    """-32001: no response within ``timeout`` seconds; data carries ``timeoutMs``."""
+    return McpError(
+        REQUEST_TIMEOUT,
+        "Request timed out",
+        {"timeoutMs": round(timeout * 1000)},
+        kind="transport",
+        cause=cause,
+    )
+
+
+def max_total_timeout_error(max_total: float, *, cause: Any = None) -> McpError:
+    """-32001 for a request stopped by ``max_total_timeout``."""
+    return McpError(
+        REQUEST_TIMEOUT,
+        "Maximum total timeout exceeded",
+        {"maxTotalTimeoutMs": round(max_total * 1000)},
+        kind="transport",
+        cause=cause,
+    )
+
+
+def method_not_found(method: str, **data: Any) -> McpError:
+    """-32601 for ``method``, with ``method`` (and any extra keys) in data."""
+    return McpError(METHOD_NOT_FOUND, f"Method not found: {method}", {"method": method, **data})
+
+
+def invalid_params(message: str, data: Any = None, *, cause: Any = None) -> McpError:
+    """-32602 with a message saying what was wrong."""
+    return McpError(INVALID_PARAMS, message, data, cause=cause)
+
+
+def internal_error(message: str = "Internal error", data: Any = None, *, cause: Any = None) -> McpError:
+    """-32603."""
+    return McpError(INTERNAL_ERROR, message, data, cause=cause)

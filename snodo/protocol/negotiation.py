@@ -1,0 +1,272 @@
+"""Version negotiation as pure decisions: which versions are allowed, how to connect, what won.
+
+The client (``snodo.client``) does the I/O; this module only decides. The flow, from the
+reference's "Protocol versions":
+
+1. :func:`allowed_versions` turns the ``protocol=`` option into the allowed versions, in the
+   client's preference order (newest first). A version snodo does not speak is refused here,
+   before anything connects.
+2. :func:`plan` says what to do at connect time: speak a stateless version at once (nothing is
+   sent), send ``initialize`` at once, or probe with ``server/discover``.
+3. :func:`probe_verdict` reads the probe's response: a result with ``supportedVersions`` settles
+   the version; any other answer (whatever the error code or shape, or none at all) means
+   "reopen the transport and initialize".
+4. :func:`initialize_params` builds the ``initialize`` params and :func:`initialize_verdict`
+   checks the result and builds the :class:`Session`.
+
+:func:`direct_version` is the ``direct()`` shortcut: the runtime's enabled versions are known,
+so no probe is needed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from snodo import __version__
+from snodo.protocol.dialects import DIALECTS, SUPPORTED_VERSIONS, V2026_07_28
+from snodo.protocol.errors import (
+    INVALID_PARAMS,
+    McpError,
+    connection_error,
+)
+from snodo.protocol.results import interpret
+
+#: snodo's own version, sent as ``clientInfo.version`` unless the caller gives client info.
+SNODO_VERSION: Final[str] = __version__
+
+#: The ``Implementation`` sent when the caller gives no ``client_info``.
+DEFAULT_CLIENT_INFO: Final[dict[str, Any]] = {"name": "snodo", "version": SNODO_VERSION}
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    """An initialize-era session: what ``initialize`` negotiated (public as ``snodo.Session``).
+
+    ``session_id`` is the ``Mcp-Session-Id`` the server issued over HTTP, if any.
+    """
+
+    version: str
+    session_id: str | None
+    server_info: dict[str, Any] | None
+    capabilities: dict[str, Any]
+    instructions: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What to do at connect time.
+
+    ``stateless``: speak ``version`` at once and send nothing. ``initialize``: send
+    ``initialize`` with ``version``. ``probe``: send ``server/discover`` on the stateless
+    ``version``; ``fallback`` is the highest allowed initialize-era version.
+    """
+
+    action: Literal["stateless", "initialize", "probe"]
+    version: str
+    fallback: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeVerdict:
+    """What the ``server/discover`` probe decided.
+
+    ``use``: speak ``version`` statelessly on the same connection. ``initialize``: a listed
+    initialize-era version won; initialize with it on the same connection. ``fallback``: the
+    server is not stateless; close and reopen the transport, then initialize with ``version``.
+    """
+
+    action: Literal["use", "initialize", "fallback"]
+    version: str
+
+
+def _check_known(versions: Sequence[str]) -> None:
+    for version in versions:
+        if not isinstance(version, str):
+            raise TypeError(f"protocol versions must be strings, got: {version!r}")
+        if version not in DIALECTS:
+            raise ValueError(f"snodo does not speak protocol {version!r}")
+
+
+def _ordered(allowed: Sequence[str]) -> tuple[str, ...]:
+    """``allowed`` in the client's preference order, deduplicated; refuses misuse."""
+    if isinstance(allowed, str):
+        raise TypeError("allowed versions must be a sequence of strings, not a string")
+    if not allowed:
+        raise ValueError("at least one protocol version must be allowed")
+    _check_known(allowed)
+    return tuple(v for v in SUPPORTED_VERSIONS if v in allowed)
+
+
+def _is_stateless(version: str) -> bool:
+    return DIALECTS[version].stateless
+
+
+def allowed_versions(protocol: str | Sequence[str] | None) -> tuple[str, ...]:
+    """The versions the ``protocol=`` option allows, newest first (the client's preference).
+
+    ``None`` allows every version snodo speaks; a string pins one; a list is deduplicated and
+    reordered. A version snodo does not speak is -32602 with ``requested``/``supported`` data.
+    """
+    if protocol is None:
+        return SUPPORTED_VERSIONS
+    requested: str | list[str]
+    if isinstance(protocol, str):
+        requested = protocol
+        versions: list[str] = [protocol]
+    elif isinstance(protocol, Sequence) and not isinstance(protocol, (bytes, bytearray)):
+        versions = list(protocol)
+        requested = versions
+        if not versions:
+            raise ValueError("protocol must be a version string or a non-empty list of them")
+        for version in versions:
+            if not isinstance(version, str):
+                raise TypeError(
+                    f"protocol must be a version string or a list of them, got entry {version!r}"
+                )
+    else:
+        raise TypeError(f"protocol must be a version string or a list of them, got: {protocol!r}")
+    unknown = [v for v in versions if v not in DIALECTS]
+    if unknown:
+        raise McpError(
+            INVALID_PARAMS,
+            f"snodo does not speak protocol {unknown[0]}",
+            {"requested": requested, "supported": list(SUPPORTED_VERSIONS)},
+        )
+    return tuple(v for v in SUPPORTED_VERSIONS if v in versions)
+
+
+def plan(allowed: Sequence[str]) -> Plan:
+    """Decide the connect-time step: stateless at once, initialize at once, or probe.
+
+    A pin or a single-era list skips the probe; both eras probe with the newest stateless
+    version and keep the highest initialize-era one as the fallback.
+    """
+    ordered = _ordered(allowed)
+    stateless = [v for v in ordered if _is_stateless(v)]
+    session = [v for v in ordered if not _is_stateless(v)]
+    if not session:
+        return Plan("stateless", stateless[0])
+    if not stateless:
+        return Plan("initialize", session[0])
+    return Plan("probe", stateless[0], session[0])
+
+
+def probe_verdict(response: Mapping[str, Any] | None, allowed: Sequence[str]) -> ProbeVerdict:
+    """Read the JSON-RPC response to the ``server/discover`` probe (``None``: no answer).
+
+    A complete result with a ``supportedVersions`` list is a stateless server's answer: the
+    highest allowed version it lists wins, and none in common is -32602 with
+    ``requested``/``supported``. Any other answer means the server is not stateless; the
+    reference deliberately does not special-case any error code (not even -32022).
+    """
+    ordered = _ordered(allowed)
+    session = [v for v in ordered if not _is_stateless(v)]
+    if not session:
+        raise ValueError("probe_verdict needs an allowed initialize-era version to fall back to")
+    fallback = ProbeVerdict("fallback", session[0])
+    if response is None or not isinstance(response, Mapping):
+        return fallback
+    try:
+        result = interpret(V2026_07_28, "server/discover", response)
+    except McpError:
+        return fallback
+    if not isinstance(result, dict):
+        return fallback
+    supported = result.get("supportedVersions")
+    if not isinstance(supported, list):
+        return fallback
+    for version in ordered:
+        if version in supported:
+            if _is_stateless(version):
+                return ProbeVerdict("use", version)
+            return ProbeVerdict("initialize", version)
+    raise McpError(
+        INVALID_PARAMS,
+        "The server supports none of the protocol versions the client allows",
+        {"requested": list(ordered), "supported": supported},
+    )
+
+
+def direct_version(allowed: Sequence[str], enabled: Sequence[str]) -> str:
+    """The highest allowed version among a runtime's enabled ones (``direct()`` needs no probe).
+
+    None in common is -32602 with ``requested`` (the allowed versions) and ``supported`` (the
+    runtime's enabled versions).
+    """
+    ordered = _ordered(allowed)
+    enabled_list = list(enabled)
+    for version in ordered:
+        if version in enabled_list:
+            return version
+    raise McpError(
+        INVALID_PARAMS,
+        "The runtime enables none of the protocol versions the client allows",
+        {"requested": list(ordered), "supported": enabled_list},
+    )
+
+
+def initialize_params(
+    version: str, client_capabilities: Mapping[str, Any], client_info: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The ``initialize`` params: the proposed version, the client's capabilities and info."""
+    return {
+        "protocolVersion": version,
+        "capabilities": dict(client_capabilities),
+        "clientInfo": dict(client_info),
+    }
+
+
+def _invalid_initialize(message: str, result: Any) -> McpError:
+    return connection_error(message, cause=("invalid_initialize_result", result))
+
+
+def initialize_verdict(
+    result: Any, allowed: Sequence[str], *, session_id: str | None = None
+) -> Session:
+    """Check an ``initialize`` result and build the :class:`Session`.
+
+    A result that is not an object, asks for input, or has no string ``protocolVersion`` is
+    -32000 (the connection is unusable). A version the client does not allow is -32602 with
+    ``negotiated`` and ``requested``; the caller closes the connection in both cases.
+    """
+    ordered = _ordered(allowed)
+    if not isinstance(result, dict):
+        raise _invalid_initialize("The initialize result is not an object", result)
+    if result.get("resultType") == "input_required":
+        raise _invalid_initialize("The server answered initialize with an input request", result)
+    version = result.get("protocolVersion")
+    if not isinstance(version, str):
+        raise _invalid_initialize("The initialize result has no protocolVersion", result)
+    if version not in ordered:
+        raise McpError(
+            INVALID_PARAMS,
+            f"The server negotiated protocol {version}, which the client does not allow",
+            {"negotiated": version, "requested": list(ordered)},
+        )
+    server_info = result.get("serverInfo")
+    capabilities = result.get("capabilities")
+    instructions = result.get("instructions")
+    return Session(
+        version=version,
+        session_id=session_id,
+        server_info=server_info if isinstance(server_info, dict) else None,
+        capabilities=capabilities if isinstance(capabilities, dict) else {},
+        instructions=instructions if isinstance(instructions, str) else None,
+    )
+
+
+__all__ = [
+    "DEFAULT_CLIENT_INFO",
+    "SNODO_VERSION",
+    "Plan",
+    "ProbeVerdict",
+    "Session",
+    "allowed_versions",
+    "direct_version",
+    "initialize_params",
+    "initialize_verdict",
+    "plan",
+    "probe_verdict",
+]

@@ -1,0 +1,638 @@
+"""The server configuration: a :class:`Runtime` holds tools, resources, resource templates,
+prompts and a completion handler, plus identity, enabled versions, paging and cache hints.
+
+A Runtime starts no thread and owns no connection. :func:`snodo.server.dispatch` serves one
+decoded JSON-RPC message against it; the direct client, the stdio server and the HTTP server
+all call that function.
+
+Definitions may be added or removed while the runtime is being served; the per-version list
+views are rebuilt lazily after a change.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import secrets
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar, overload
+from urllib.parse import unquote
+
+import orjson
+
+from snodo.protocol.dialects import DIALECTS, SUPPORTED_VERSIONS, Dialect
+from snodo.server.pagination import page_bounds
+from snodo.server.shaping import shape
+
+if TYPE_CHECKING:
+    from snodo.server.context import Context
+
+ToolFn = Callable[[dict[str, Any], "Context"], Any]
+ResourceFn = Callable[["Context"], Any]
+TemplateFn = Callable[[str, dict[str, str], "Context"], Any]
+PromptFn = Callable[[dict[str, str], "Context"], Any]
+CompletionFn = Callable[[dict[str, Any], dict[str, Any], "dict[str, Any] | None", "Context"], Any]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: The cache-hint keys and the methods each one covers (2026-07-28).
+HINT_KEYS: Final = ("discover", "tools", "prompts", "resources")
+HINT_FOR_METHOD: Final[dict[str, str]] = {
+    "server/discover": "discover",
+    "tools/list": "tools",
+    "prompts/list": "prompts",
+    "resources/list": "resources",
+    "resources/templates/list": "resources",
+    "resources/read": "resources",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class CacheHint:
+    """``ttlMs`` and ``cacheScope`` for cacheable 2026-07-28 results."""
+
+    ttl_ms: int = 0
+    scope: Literal["public", "private"] = "private"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.ttl_ms, int) or isinstance(self.ttl_ms, bool) or self.ttl_ms < 0:
+            raise ValueError(f"CacheHint.ttl_ms must be an integer >= 0, got {self.ttl_ms!r}")
+        if self.scope not in ("public", "private"):
+            raise ValueError(f"CacheHint.scope must be 'public' or 'private', got {self.scope!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDef:
+    name: str
+    fn: ToolFn
+    definition: dict[str, Any]
+    required: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceDef:
+    uri: str
+    fn: ResourceFn
+    definition: dict[str, Any]
+    mime_type: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class TemplateDef:
+    uri_template: str
+    fn: TemplateFn
+    definition: dict[str, Any]
+    mime_type: str | None
+    pattern: re.Pattern[str]
+    names: tuple[str, ...]
+
+    def match(self, uri: str) -> dict[str, str] | None:
+        """The template variables when ``uri`` matches (values percent-decoded), else ``None``."""
+        m = self.pattern.fullmatch(uri)
+        if m is None:
+            return None
+        return {name: unquote(m.group(i + 1)) for i, name in enumerate(self.names)}
+
+
+@dataclass(frozen=True, slots=True)
+class PromptDef:
+    name: str
+    fn: PromptFn
+    definition: dict[str, Any]
+    required: tuple[str, ...]
+
+
+_VAR: Final = re.compile(r"\{([A-Za-z0-9_.%]+)\}")
+
+
+def compile_template(uri_template: str) -> tuple[re.Pattern[str], tuple[str, ...]]:
+    """RFC 6570 level 1: ``{var}`` expressions, each matching ``[^/]+``."""
+    parts: list[str] = []
+    names: list[str] = []
+    pos = 0
+    for m in _VAR.finditer(uri_template):
+        parts.append(re.escape(uri_template[pos : m.start()]))
+        if m.group(1) in names:
+            raise ValueError(f"duplicate variable {m.group(1)!r} in {uri_template!r}")
+        names.append(m.group(1))
+        parts.append("([^/]+)")
+        pos = m.end()
+    parts.append(re.escape(uri_template[pos:]))
+    literal = _VAR.sub("", uri_template)
+    if "{" in literal or "}" in literal:
+        raise ValueError(f"only level-1 URI templates ({{var}}) are supported: {uri_template!r}")
+    return re.compile("".join(parts)), tuple(names)
+
+
+def _json_copy(value: Any) -> Any:
+    return orjson.loads(orjson.dumps(value))
+
+
+def _doc(fn: Callable[..., Any]) -> str | None:
+    if not (inspect.isfunction(fn) or inspect.ismethod(fn)):
+        return None
+    doc = inspect.getdoc(fn)
+    if not doc:
+        return None
+    return doc.split("\n\n", 1)[0].strip() or None
+
+
+def _put(target: dict[str, Any], key: str, value: Any) -> None:
+    if value is not None:
+        target[key] = value
+
+
+class _View:
+    """One list (tools, resources, ...) shaped for one version, with pages encoded on demand."""
+
+    __slots__ = ("items", "pages")
+
+    def __init__(self, items: tuple[dict[str, Any], ...]) -> None:
+        self.items = items
+        self.pages: dict[int, bytes] = {}
+
+
+_LISTS: Final[dict[str, tuple[str, str]]] = {
+    # result key -> (schema kind, cursor kind)
+    "tools": ("Tool", "t"),
+    "resources": ("Resource", "r"),
+    "resourceTemplates": ("ResourceTemplate", "rt"),
+    "prompts": ("Prompt", "p"),
+}
+
+
+class Runtime:
+    """Server configuration served by :func:`snodo.server.dispatch`."""
+
+    def __init__(
+        self,
+        name: str = "snodo-server",
+        version: str = "0.1.0",
+        *,
+        title: str | None = None,
+        instructions: str | None = None,
+        versions: Sequence[str] = SUPPORTED_VERSIONS,
+        page_size: int = 100,
+        cache_hints: Mapping[str, CacheHint] | None = None,
+        state_secret: bytes | None = None,
+        description: str | None = None,
+        icons: Sequence[Mapping[str, Any]] | None = None,
+        website_url: str | None = None,
+    ) -> None:
+        if isinstance(versions, str):
+            versions = (versions,)
+        enabled = tuple(versions)
+        if not enabled:
+            raise ValueError("versions must name at least one protocol version")
+        for v in enabled:
+            if v not in DIALECTS:
+                raise ValueError(
+                    f"unsupported protocol version {v!r}; snodo speaks {SUPPORTED_VERSIONS}"
+                )
+        if len(set(enabled)) != len(enabled):
+            raise ValueError(f"duplicate protocol versions in {enabled!r}")
+        if not isinstance(page_size, int) or isinstance(page_size, bool) or page_size < 1:
+            raise ValueError("page_size must be a positive integer")
+        hints = {key: CacheHint() for key in HINT_KEYS}
+        for key, hint in (cache_hints or {}).items():
+            if key not in hints:
+                raise ValueError(f"unknown cache hint key {key!r}; expected one of {HINT_KEYS}")
+            if not isinstance(hint, CacheHint):
+                raise TypeError(f"cache_hints[{key!r}] must be a CacheHint")
+            hints[key] = hint
+        if state_secret is not None and (not isinstance(state_secret, bytes) or not state_secret):
+            raise ValueError("state_secret must be non-empty bytes")
+
+        self.enabled_versions: tuple[str, ...] = enabled
+        self.instructions = instructions
+        self.page_size = page_size
+        self.cache_hints: Mapping[str, CacheHint] = hints
+        self.state_secret: bytes = state_secret or secrets.token_bytes(32)
+
+        self._stateless: dict[str, Dialect] = {
+            v: DIALECTS[v] for v in enabled if DIALECTS[v].stateless
+        }
+        self._session: dict[str, Dialect] = {
+            v: DIALECTS[v] for v in enabled if not DIALECTS[v].stateless
+        }
+        #: The newest enabled initialize-era version (the counter-offer to an unknown request).
+        self._latest_session: str | None = max(self._session) if self._session else None
+
+        info: dict[str, Any] = {"name": name, "version": version}
+        _put(info, "title", title)
+        _put(info, "description", description)
+        _put(info, "icons", _json_copy(list(icons)) if icons is not None else None)
+        _put(info, "websiteUrl", website_url)
+        self._server_info = info
+        self._info_by_version = {v: shape(v, "Implementation", info) for v in enabled}
+        self._info_flat = "icons" not in info
+
+        self._tools: dict[str, ToolDef] = {}
+        self._resources: dict[str, ResourceDef] = {}
+        self._templates: dict[str, TemplateDef] = {}
+        self._prompts: dict[str, PromptDef] = {}
+        self._completion: CompletionFn | None = None
+
+        self._lock = threading.Lock()
+        self._generation = 0
+        self._views: dict[tuple[str, str], _View] = {}
+        #: Hook point for list-changed notifications: called with "tools", "resources" or
+        #: "prompts" after every change (a later issue wires subscriptions to it).
+        self._change_listeners: list[Callable[[str], None]] = []
+
+    # -- identity --------------------------------------------------------------------------
+
+    @property
+    def server_info(self) -> dict[str, Any]:
+        """``Implementation`` of this server (a fresh copy)."""
+        return _json_copy(self._server_info)  # type: ignore[no-any-return]
+
+    def server_info_for(self, version: str) -> dict[str, Any]:
+        """``serverInfo`` shaped for ``version``, as a fresh dict."""
+        info = self._info_by_version[version]
+        fresh: dict[str, Any] = dict(info) if self._info_flat else _json_copy(info)
+        return fresh
+
+    @property
+    def capabilities(self) -> dict[str, Any]:
+        """Server capabilities derived from what is registered (a fresh dict)."""
+        caps: dict[str, Any] = {}
+        if self._tools:
+            caps["tools"] = {}
+        if self._resources or self._templates:
+            caps["resources"] = {}
+        if self._prompts:
+            caps["prompts"] = {}
+        if self._completion is not None:
+            caps["completions"] = {}
+        return caps
+
+    @property
+    def stateless_versions(self) -> tuple[str, ...]:
+        return tuple(self._stateless)
+
+    @property
+    def session_versions(self) -> tuple[str, ...]:
+        return tuple(self._session)
+
+    # -- tools -----------------------------------------------------------------------------
+
+    @overload
+    def tool(self, name: F, /) -> F: ...
+
+    @overload
+    def tool(
+        self,
+        name: str | None = None,
+        *,
+        description: str | None = None,
+        input_schema: Mapping[str, Any] | None = None,
+        output_schema: Mapping[str, Any] | None = None,
+        title: str | None = None,
+        annotations: Mapping[str, Any] | None = None,
+        icons: Sequence[Mapping[str, Any]] | None = None,
+    ) -> Callable[[F], F]: ...
+
+    def tool(
+        self,
+        name: str | F | None = None,
+        *,
+        description: str | None = None,
+        input_schema: Mapping[str, Any] | None = None,
+        output_schema: Mapping[str, Any] | None = None,
+        title: str | None = None,
+        annotations: Mapping[str, Any] | None = None,
+        icons: Sequence[Mapping[str, Any]] | None = None,
+    ) -> F | Callable[[F], F]:
+        """Decorator: register ``fn(arguments, ctx)`` as a tool (name defaults to ``fn.__name__``,
+        description to the first paragraph of its docstring)."""
+        if callable(name):
+            self.add_tool(name.__name__, name)
+            return name
+
+        def register(fn: F) -> F:
+            self.add_tool(
+                name or fn.__name__,
+                fn,
+                description=description,
+                input_schema=input_schema,
+                output_schema=output_schema,
+                title=title,
+                annotations=annotations,
+                icons=icons,
+            )
+            return fn
+
+        return register
+
+    def add_tool(
+        self,
+        name: str,
+        fn: ToolFn,
+        *,
+        description: str | None = None,
+        input_schema: Mapping[str, Any] | None = None,
+        output_schema: Mapping[str, Any] | None = None,
+        title: str | None = None,
+        annotations: Mapping[str, Any] | None = None,
+        icons: Sequence[Mapping[str, Any]] | None = None,
+    ) -> None:
+        """Register (or replace) a tool.
+
+        ``fn(arguments, ctx)`` returns a ``CallToolResult`` dict (one with ``"content"``), a
+        ``str`` (one text block), or any other JSON value (``structuredContent`` plus a text
+        block of its JSON). Raising ``McpError`` answers with that JSON-RPC error; any other
+        exception becomes a tool error result (``isError: true``).
+        """
+        if not isinstance(name, str) or not name:
+            raise ValueError("tool name must be a non-empty string")
+        schema = _json_copy(dict(input_schema)) if input_schema is not None else {"type": "object"}
+        if schema.get("type") != "object":
+            raise ValueError(f"tool {name!r}: input_schema must have type 'object'")
+        required = schema.get("required", [])
+        if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+            raise ValueError(f"tool {name!r}: input_schema 'required' must be a list of strings")
+        definition: dict[str, Any] = {"name": name}
+        _put(definition, "title", title)
+        _put(definition, "description", description if description is not None else _doc(fn))
+        definition["inputSchema"] = schema
+        if output_schema is not None:
+            definition["outputSchema"] = _json_copy(dict(output_schema))
+        if annotations is not None:
+            definition["annotations"] = _json_copy(dict(annotations))
+        if icons is not None:
+            definition["icons"] = _json_copy(list(icons))
+        with self._lock:
+            self._tools[name] = ToolDef(name, fn, definition, tuple(required))
+        self._changed("tools")
+
+    def remove_tool(self, name: str) -> None:
+        """Remove a tool; ``KeyError`` if there is none by that name."""
+        with self._lock:
+            del self._tools[name]
+        self._changed("tools")
+
+    # -- resources -------------------------------------------------------------------------
+
+    def resource(
+        self,
+        uri: str,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        title: str | None = None,
+        icons: Sequence[Mapping[str, Any]] | None = None,
+    ) -> Callable[[F], F]:
+        """Decorator: register ``fn(ctx)`` as the resource at ``uri``.
+
+        ``fn`` returns ``str`` (text contents), ``bytes`` (base64 blob contents), a dict (one
+        contents item; ``uri`` filled in) or a list of such dicts.
+        """
+
+        def register(fn: F) -> F:
+            self.add_resource(
+                uri,
+                fn,
+                name=name,
+                description=description,
+                mime_type=mime_type,
+                title=title,
+                icons=icons,
+            )
+            return fn
+
+        return register
+
+    def add_resource(
+        self,
+        uri: str,
+        fn: ResourceFn,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        title: str | None = None,
+        icons: Sequence[Mapping[str, Any]] | None = None,
+    ) -> None:
+        if not isinstance(uri, str) or not uri:
+            raise ValueError("resource uri must be a non-empty string")
+        definition: dict[str, Any] = {"uri": uri, "name": name or getattr(fn, "__name__", uri)}
+        _put(definition, "title", title)
+        _put(definition, "description", description if description is not None else _doc(fn))
+        _put(definition, "mimeType", mime_type)
+        if icons is not None:
+            definition["icons"] = _json_copy(list(icons))
+        with self._lock:
+            self._resources[uri] = ResourceDef(uri, fn, definition, mime_type)
+        self._changed("resources")
+
+    def remove_resource(self, uri: str) -> None:
+        with self._lock:
+            del self._resources[uri]
+        self._changed("resources")
+
+    def resource_template(
+        self,
+        uri_template: str,
+        *,
+        name: str,
+        description: str | None = None,
+        mime_type: str | None = None,
+        title: str | None = None,
+        icons: Sequence[Mapping[str, Any]] | None = None,
+    ) -> Callable[[F], F]:
+        """Decorator: register ``fn(uri, variables, ctx)`` for URIs matching ``uri_template``
+        (RFC 6570 level 1; each ``{var}`` matches ``[^/]+``, values percent-decoded)."""
+
+        def register(fn: F) -> F:
+            self.add_resource_template(
+                uri_template,
+                fn,
+                name=name,
+                description=description,
+                mime_type=mime_type,
+                title=title,
+                icons=icons,
+            )
+            return fn
+
+        return register
+
+    def add_resource_template(
+        self,
+        uri_template: str,
+        fn: TemplateFn,
+        *,
+        name: str,
+        description: str | None = None,
+        mime_type: str | None = None,
+        title: str | None = None,
+        icons: Sequence[Mapping[str, Any]] | None = None,
+    ) -> None:
+        pattern, names = compile_template(uri_template)
+        definition: dict[str, Any] = {"uriTemplate": uri_template, "name": name}
+        _put(definition, "title", title)
+        _put(definition, "description", description if description is not None else _doc(fn))
+        _put(definition, "mimeType", mime_type)
+        if icons is not None:
+            definition["icons"] = _json_copy(list(icons))
+        with self._lock:
+            self._templates[uri_template] = TemplateDef(
+                uri_template, fn, definition, mime_type, pattern, names
+            )
+        self._changed("resources")
+
+    def remove_resource_template(self, uri_template: str) -> None:
+        with self._lock:
+            del self._templates[uri_template]
+        self._changed("resources")
+
+    # -- prompts ---------------------------------------------------------------------------
+
+    @overload
+    def prompt(self, name: F, /) -> F: ...
+
+    @overload
+    def prompt(
+        self,
+        name: str | None = None,
+        *,
+        description: str | None = None,
+        arguments: Sequence[str | Mapping[str, Any]] | None = None,
+        title: str | None = None,
+        icons: Sequence[Mapping[str, Any]] | None = None,
+    ) -> Callable[[F], F]: ...
+
+    def prompt(
+        self,
+        name: str | F | None = None,
+        *,
+        description: str | None = None,
+        arguments: Sequence[str | Mapping[str, Any]] | None = None,
+        title: str | None = None,
+        icons: Sequence[Mapping[str, Any]] | None = None,
+    ) -> F | Callable[[F], F]:
+        """Decorator: register ``fn(arguments, ctx)`` as a prompt.
+
+        ``arguments`` lists ``PromptArgument`` dicts (``name``, ``description``, ``required``);
+        a plain string is a required argument of that name. ``fn`` returns a list of messages,
+        a ``GetPromptResult`` dict, or a ``str`` (one user text message).
+        """
+        if callable(name):
+            self.add_prompt(name.__name__, name)
+            return name
+
+        def register(fn: F) -> F:
+            self.add_prompt(
+                name or fn.__name__,
+                fn,
+                description=description,
+                arguments=arguments,
+                title=title,
+                icons=icons,
+            )
+            return fn
+
+        return register
+
+    def add_prompt(
+        self,
+        name: str,
+        fn: PromptFn,
+        *,
+        description: str | None = None,
+        arguments: Sequence[str | Mapping[str, Any]] | None = None,
+        title: str | None = None,
+        icons: Sequence[Mapping[str, Any]] | None = None,
+    ) -> None:
+        if not isinstance(name, str) or not name:
+            raise ValueError("prompt name must be a non-empty string")
+        args: list[dict[str, Any]] = []
+        for arg in arguments or ():
+            entry = (
+                {"name": arg, "required": True} if isinstance(arg, str) else _json_copy(dict(arg))
+            )
+            if not isinstance(entry.get("name"), str):
+                raise ValueError(f"prompt {name!r}: every argument needs a name")
+            args.append(entry)
+        definition: dict[str, Any] = {"name": name}
+        _put(definition, "title", title)
+        _put(definition, "description", description if description is not None else _doc(fn))
+        if args:
+            definition["arguments"] = args
+        if icons is not None:
+            definition["icons"] = _json_copy(list(icons))
+        required = tuple(a["name"] for a in args if a.get("required") is True)
+        with self._lock:
+            self._prompts[name] = PromptDef(name, fn, definition, required)
+        self._changed("prompts")
+
+    def remove_prompt(self, name: str) -> None:
+        with self._lock:
+            del self._prompts[name]
+        self._changed("prompts")
+
+    # -- completion ------------------------------------------------------------------------
+
+    def completion(self, fn: F) -> F:
+        """Decorator: ``fn(ref, argument, context, ctx)`` answers ``completion/complete`` with a
+        list of strings or a ``{"values", "total"?, "hasMore"?}`` dict (capped at 100 values)."""
+        self._completion = fn
+        self._changed("completions")
+        return fn
+
+    def remove_completion(self) -> None:
+        self._completion = None
+        self._changed("completions")
+
+    # -- views (used by dispatch) ----------------------------------------------------------
+
+    def _changed(self, kind: str) -> None:
+        with self._lock:
+            self._generation += 1
+            self._views = {}
+        for listener in list(self._change_listeners):
+            listener(kind)
+
+    def _view(self, key: str, version: str) -> _View:
+        view = self._views.get((key, version))
+        if view is None:
+            generation = self._generation
+            sources: dict[str, Mapping[str, ToolDef | ResourceDef | TemplateDef | PromptDef]] = {
+                "tools": self._tools,
+                "resources": self._resources,
+                "resourceTemplates": self._templates,
+                "prompts": self._prompts,
+            }
+            source = sources[key]
+            kind = _LISTS[key][0]
+            view = _View(tuple(shape(version, kind, d.definition) for d in list(source.values())))
+            with self._lock:
+                if self._generation == generation:
+                    self._views[(key, version)] = view
+        return view
+
+    def _page(
+        self, key: str, version: str, cursor: object
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        """One page of a list as fresh dicts, and the cursor of the next page."""
+        view = self._view(key, version)
+        start, end, next_cursor = page_bounds(
+            _LISTS[key][1], cursor, len(view.items), self.page_size
+        )
+        data = view.pages.get(start)
+        if data is None:
+            data = orjson.dumps(view.items[start:end])
+            view.pages[start] = data
+        items: list[dict[str, Any]] = orjson.loads(data)
+        return items, next_cursor
+
+    def __repr__(self) -> str:
+        return (
+            f"Runtime(name={self._server_info['name']!r}, versions={self.enabled_versions!r}, "
+            f"tools={len(self._tools)}, resources={len(self._resources)}, "
+            f"templates={len(self._templates)}, prompts={len(self._prompts)})"
+        )

@@ -1,0 +1,644 @@
+"""The snodo actor: a Pykka ``ThreadingActor`` with Erlang exit semantics.
+
+Every exit path of an ``Actor`` ends in one place (``_snodo_terminate``) that fixes exactly one
+exit reason and sends it once to every linked actor (``Exit``) and every monitor
+(``Down``): a normal stop, a failing tell/``defer`` handler, a failing ``on_start``
+(Pykka reports that to no hook), a failing ``on_exit``/``on_down`` hook, and any
+``BaseException`` (``SystemExit``, ``KeyboardInterrupt``, gevent's ``GreenletExit``).
+A ``BaseException`` is contained: it crashes this actor only and never reaches Pykka's
+``ActorRegistry.stop_all()`` path, and an ask that was being handled is answered with
+``ActorCrashed``. Waits are bounded: ``call``, ``stop`` and ``join`` take deadlines, and
+the inbox closes atomically with its drain so no ask is ever left unanswered.
+
+Hooks (all run in the actor's own thread or greenlet):
+
+* ``on_start()``; ``on_stop()`` after any exit that is not a crash of the actor's own
+  code (stop, link exit, kill once the running handler returned); ``on_failure(type,
+  value, tb)`` instead of ``on_stop`` when its own code raised, ``on_start`` included.
+* ``on_exit(ref, reason)`` for a linked actor's exit when ``trap_exits`` is true.
+* ``on_down(monitor_ref, ref, reason)`` for a monitored actor's exit.
+
+An exception in an *ask* (``call``, proxy method ``.get()``) goes back to the caller and
+the actor keeps running (Pykka's semantics). One in a tell, a hook or ``on_start``
+crashes the actor with ``Crash(exc)``.
+
+Differences from Pykka that users may notice:
+
+* snodo actors live in snodo's own registry (``registry``, a dict by urn) and **not** in
+  ``pykka.ActorRegistry``: lookups are O(1), and a ``BaseException`` in some plain Pykka
+  actor elsewhere in the process (its ``stop_all()``) cannot stop them.
+* Threads are daemon threads (``use_daemon_thread = True``): Python joins non-daemon
+  threads *before* atexit hooks run, so a forgotten actor would hang the exit; the root
+  tree is stopped in order by an atexit hook instead (``root.py``).
+* The inbox is bounded (``inbox_size``, default 10,000 user messages; ``<= 0`` is
+  unbounded). When it is full, ``tell``/``ask`` block the sender for at most
+  ``inbox_put_timeout`` seconds (5.0) and then raise ``InboxFull``. Exit signals, down
+  notices and stop requests never block and never count against the bound.
+
+Pykka internals relied on (pin ``pykka>=4.4,<4.6``; checked identical in 4.4.0-4.5.0):
+
+* ``ThreadingActor._start_actor_loop`` runs ``self._actor_loop`` in a new thread; this
+  class replaces ``_actor_loop`` entirely (Pykka's ``_actor_loop_setup/_running/
+  _teardown``, ``_stop`` and ``_handle_failure`` are never called).
+* ``Actor.__init__`` calls ``self._create_actor_inbox()`` after setting ``actor_urn``;
+  ``ActorRef.tell/ask`` call ``actor_inbox.put(Envelope)``; ``pykka._envelope.Envelope``
+  has ``message`` and ``reply_to``; ``ActorRef.stop`` sends ``pykka.messages._ActorStop``
+  and reads ``ActorDeadError`` on its future as "was not running".
+* ``Actor._handle_receive(message)`` dispatches proxy messages and ``on_receive``.
+* ``Actor.start`` is re-implemented (build, register, ``_start_actor_loop``) to use
+  snodo's registry instead of ``ActorRegistry``.
+* Each actor has exactly one ``ActorRef`` object (made in ``Actor.__init__``); snodo
+  keeps its per-actor state on it as the attribute ``_snodo_proc``.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast, overload
+
+import pykka
+import structlog
+from pykka import ActorRef, ThreadingFuture
+from pykka._envelope import Envelope
+from pykka.messages import _ActorStop
+
+from snodo.supervision._inbox import CONTROL_TYPES, Inbox, KillSignal, StopSignal, reject
+from snodo.supervision.reasons import (
+    KILLED,
+    NORMAL,
+    SHUTDOWN,
+    ActorCrashed,
+    ActorDead,
+    CallTimeout,
+    Crash,
+    Down,
+    Exit,
+    InboxFull,
+    MonitorRef,
+    Reason,
+)
+
+if TYPE_CHECKING:
+    from types import TracebackType
+    from typing import Self
+
+    from structlog.typing import FilteringBoundLogger
+
+__all__ = [
+    "Actor",
+    "Registry",
+    "call",
+    "current_actor",
+    "demonitor",
+    "exit_reason",
+    "join",
+    "kill",
+    "link",
+    "monitor",
+    "registry",
+    "stop",
+    "stop_all",
+    "unlink",
+]
+
+A = TypeVar("A", bound=pykka.Actor)
+T = TypeVar("T")
+
+_ExcInfo = tuple[type[BaseException], BaseException, "TracebackType | None"]
+
+_logger = structlog.get_logger("snodo.supervision")
+_current = threading.local()  # .ref: the snodo actor whose loop runs in this thread/greenlet
+_PROC_ATTR = "_snodo_proc"
+_KILL_JOIN = 1.0  # registry.stop_all: how long to wait after a kill
+
+
+class _Proc:
+    """Per-actor supervision state, shared by all threads and guarded by ``lock``."""
+
+    __slots__ = (
+        "actor",
+        "callbacks",
+        "exited",
+        "links",
+        "lock",
+        "monitors",
+        "name",
+        "reason",
+        "watching",
+    )
+
+    def __init__(self, actor: Actor) -> None:
+        self.actor: weakref.ref[Actor] = weakref.ref(actor)
+        self.name = str(actor)
+        self.lock = threading.Lock()
+        self.links: dict[str, ActorRef[Any]] = {}  # urn -> linked ref
+        self.monitors: dict[MonitorRef, None] = {}  # monitors on this actor, in order
+        self.watching: dict[MonitorRef, None] = {}  # monitors it holds (no Down yet)
+        self.callbacks: dict[object, Callable[[Reason], None]] = {}
+        self.reason: Reason | None = None  # set once, when the actor has ended
+        self.exited = threading.Event()  # set after every Exit/Down has been sent
+
+
+def _proc_of(ref: ActorRef[Any]) -> _Proc:
+    proc = getattr(ref, _PROC_ATTR, None)
+    if proc is None:
+        msg = f"{ref!r} is not a snodo.supervision.Actor"
+        raise TypeError(msg)
+    return cast("_Proc", proc)
+
+
+@contextmanager
+def _both(a: _Proc, b: _Proc) -> Iterator[None]:
+    """Hold two actors' locks, always taken in the same order (no lock-order deadlock)."""
+    if a is b:
+        with a.lock:
+            yield
+        return
+    first, second = (a, b) if id(a) < id(b) else (b, a)
+    with first.lock, second.lock:
+        yield
+
+
+def _deliver(ref: ActorRef[Any], message: Exit | Down) -> None:
+    """Put a control message in ``ref``'s inbox; dropped if that actor is ending."""
+    ref.actor_inbox.put_control(Envelope(message))  # type: ignore[attr-defined]
+
+
+class _Call:
+    """Message of ``call(ref, fn)``: run ``fn(actor)`` in the actor and answer its result."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Callable[[Any], Any]) -> None:
+        self.fn = fn
+
+    def __repr__(self) -> str:
+        return f"call({self.fn!r})"
+
+
+class Registry:
+    """Process-wide index of running snodo actors by urn (O(1), unlike Pykka's list)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._refs: dict[str, ActorRef[Any]] = {}
+
+    def _add(self, ref: ActorRef[Any]) -> None:
+        with self._lock:
+            self._refs[ref.actor_urn] = ref
+
+    def _remove(self, urn: str) -> None:
+        with self._lock:
+            self._refs.pop(urn, None)
+
+    def get(self, urn: str) -> ActorRef[Any] | None:
+        """The running actor with this urn, or None."""
+        return self._refs.get(urn)
+
+    def all(self) -> list[ActorRef[Any]]:
+        """Every running snodo actor, oldest first."""
+        with self._lock:
+            return list(self._refs.values())
+
+    def count(self) -> int:
+        """How many snodo actors are running."""
+        return len(self._refs)
+
+    def stop_all(self, timeout: float = 5.0) -> bool:
+        """Stop every actor, newest first, within ``timeout`` in total (for tests).
+
+        An actor that does not stop in its share of time is killed. Returns True when
+        every actor has ended.
+        """
+        deadline = time.monotonic() + timeout
+        for ref in reversed(self.all()):
+            remaining = max(0.0, deadline - time.monotonic())
+            if not stop(ref, SHUTDOWN, timeout=remaining):
+                kill(ref)
+                join(ref, min(_KILL_JOIN, max(0.0, deadline - time.monotonic())))
+        return all(_proc_of(ref).exited.is_set() for ref in self.all()) and not self._refs
+
+
+registry = Registry()
+"""The process-wide registry of running snodo actors."""
+
+
+def stop_all(timeout: float = 5.0) -> bool:
+    """Stop every running snodo actor within ``timeout`` (see ``Registry.stop_all``)."""
+    return registry.stop_all(timeout)
+
+
+def current_actor() -> ActorRef[Any] | None:
+    """The snodo actor whose loop runs in the current thread or greenlet, else None."""
+    return cast("ActorRef[Any] | None", getattr(_current, "ref", None))
+
+
+class Actor(pykka.ThreadingActor):
+    """Base class of every snodo actor: links, monitors, exit reasons, bounded inbox."""
+
+    trap_exits: bool = False
+    """When true, linked exits arrive as ``on_exit`` calls instead of ending this actor."""
+
+    inbox_size: ClassVar[int] = 10_000
+    """Bound on queued user messages (control messages are not counted); ``<= 0``: none."""
+
+    inbox_put_timeout: ClassVar[float] = 5.0
+    """Longest a sender waits for room in a full inbox before ``InboxFull``."""
+
+    use_daemon_thread: ClassVar[bool] = True
+
+    log: FilteringBoundLogger
+    """structlog logger bound with this actor's class and urn."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._snodo = _Proc(self)
+        setattr(self.actor_ref, _PROC_ATTR, self._snodo)
+        self._snodo_stop_replies: list[pykka.Future[Any]] = []
+        self.log = _logger.bind(actor=type(self).__name__, urn=self.actor_urn)
+
+    def _create_actor_inbox(self) -> Inbox:  # type: ignore[override]
+        """Pykka hook: the bounded inbox (see ``_inbox.py``)."""
+        return Inbox(self.inbox_size, self.inbox_put_timeout, str(self))
+
+    @classmethod
+    def start(cls, *args: Any, **kwargs: Any) -> ActorRef[Self]:
+        """Build the actor, register it in snodo's registry, and start its thread."""
+        obj = cls(*args, **kwargs)
+        ref = obj.actor_ref
+        registry._add(ref)
+        try:
+            obj._start_actor_loop()
+        except BaseException as exc:  # e.g. "can't start new thread"
+            obj._snodo_terminate(Crash(exc), None)
+            raise
+        return ref
+
+    # -- hooks ---------------------------------------------------------------------------
+
+    def on_exit(self, ref: ActorRef[Any], reason: Reason) -> None:
+        """A linked actor ended with ``reason`` (called only when ``trap_exits``)."""
+
+    def on_down(self, monitor_ref: MonitorRef, ref: ActorRef[Any], reason: Reason) -> None:
+        """The actor ``ref`` watched through ``monitor_ref`` ended with ``reason``."""
+
+    # -- conveniences --------------------------------------------------------------------
+
+    def link(self, other: ActorRef[Any]) -> None:
+        """Link this actor with ``other`` (see ``link``)."""
+        link(self.actor_ref, other)
+
+    def unlink(self, other: ActorRef[Any]) -> None:
+        """Remove the link with ``other`` (see ``unlink``)."""
+        unlink(self.actor_ref, other)
+
+    def monitor(self, other: ActorRef[Any]) -> MonitorRef:
+        """Monitor ``other``; its exit arrives as ``on_down`` (see ``monitor``)."""
+        return monitor(self.actor_ref, other)
+
+    # -- the loop ------------------------------------------------------------------------
+
+    def _actor_loop(self) -> None:
+        """Run on_start and the receive loop; every way out goes through ``_snodo_terminate``."""
+        _current.ref = self.actor_ref
+        reason: Reason = KILLED
+        failure: _ExcInfo | None = None
+        try:
+            structlog.contextvars.bind_contextvars(actor=type(self).__name__, urn=self.actor_urn)
+            try:
+                self.on_start()
+            except BaseException as exc:
+                reason, failure = Crash(exc), _exc_info(exc)
+            else:
+                reason, failure = self._snodo_receive_loop()
+        except BaseException as exc:  # a GreenletExit thrown into the idle wait, say
+            reason, failure = Crash(exc), _exc_info(exc)
+        finally:
+            try:
+                self._snodo_terminate(reason, failure)
+            finally:
+                _current.ref = None
+
+    def _snodo_receive_loop(self) -> tuple[Reason, _ExcInfo | None]:
+        inbox = self.actor_inbox
+        while True:
+            envelope = inbox.get()
+            message = envelope.message
+            reply_to = envelope.reply_to
+            if isinstance(message, CONTROL_TYPES):
+                if isinstance(message, _ActorStop):  # Pykka's ref.stop() / self.stop()
+                    if reply_to is not None:
+                        self._snodo_stop_replies.append(reply_to)
+                    return NORMAL, None
+                if isinstance(message, StopSignal):
+                    return message.reason, None
+                if isinstance(message, KillSignal):
+                    return KILLED, None
+                try:
+                    if isinstance(message, Exit):
+                        ending = self._snodo_handle_exit(message)
+                    else:
+                        self._snodo_handle_down(cast("Down", message))
+                        ending = None
+                except BaseException as exc:
+                    return Crash(exc), _exc_info(exc)
+                if reply_to is not None:
+                    reply_to.set(None)
+                if ending is not None:
+                    return ending, None
+                continue
+            try:
+                if isinstance(message, _Call):
+                    result = message.fn(self)
+                else:
+                    result = self._handle_receive(message)
+            except Exception as exc:
+                if reply_to is None:
+                    return Crash(exc), _exc_info(exc)
+                reply_to.set_exception()  # an ask: the caller gets it, the actor lives on
+            except BaseException as exc:
+                if reply_to is not None:
+                    text = f"{self} crashed handling the message: {exc!r}"
+                    crashed = ActorCrashed(text, Crash(exc))
+                    crashed.__cause__ = exc
+                    reply_to.set_exception((ActorCrashed, crashed, None))
+                return Crash(exc), _exc_info(exc)
+            else:
+                if reply_to is not None:
+                    reply_to.set(result)
+
+    def _snodo_handle_exit(self, message: Exit) -> Reason | None:
+        """Apply a linked actor's exit; returns this actor's exit reason if it must end."""
+        urn = message.ref.actor_urn
+        with self._snodo.lock:
+            linked = self._snodo.links.pop(urn, None) is not None
+        if not linked:  # unlinked in the meantime (or not a link exit at all)
+            return None
+        if self.trap_exits:
+            self.on_exit(message.ref, message.reason)
+            return None
+        if message.reason == NORMAL:
+            return None
+        return message.reason
+
+    def _snodo_handle_down(self, message: Down) -> None:
+        mref = message.monitor_ref
+        with self._snodo.lock:
+            active = mref in self._snodo.watching
+            self._snodo.watching.pop(mref, None)
+        if active:
+            self.on_down(mref, message.ref, message.reason)
+
+    def _snodo_terminate(self, reason: Reason, failure: _ExcInfo | None) -> None:
+        """End the actor once: close the inbox, run the hook, send Exit/Down, unregister."""
+        proc = self._snodo
+        try:
+            self.actor_stopped.set()
+            for envelope in self.actor_inbox.close():  # type: ignore[attr-defined]
+                if isinstance(envelope.message, _ActorStop) and envelope.reply_to is not None:
+                    self._snodo_stop_replies.append(envelope.reply_to)
+                else:
+                    reject(envelope, proc.name)
+            reason = self._snodo_exit_hook(reason, failure)
+            with proc.lock:
+                proc.reason = reason
+                links = list(proc.links.values())
+                proc.links.clear()
+                monitors = list(proc.monitors)
+                proc.monitors.clear()
+                watching = list(proc.watching)
+                proc.watching.clear()
+                callbacks = list(proc.callbacks.values())
+                proc.callbacks.clear()
+            registry._remove(self.actor_urn)
+            for mref in watching:  # this actor's own monitors on others end with it
+                target = _proc_of(mref.target)
+                with target.lock:
+                    target.monitors.pop(mref, None)
+            for ref in links:
+                _deliver(ref, Exit(self.actor_ref, reason))
+            for mref in monitors:
+                _deliver(mref.watcher, Down(mref, self.actor_ref, reason))
+            for callback in callbacks:
+                try:
+                    callback(reason)
+                except BaseException:
+                    self.log.exception("exit callback failed")
+        except BaseException:  # never let the end of an actor take anything else down
+            try:
+                self.log.exception("actor teardown failed")
+            except BaseException:
+                pass
+        finally:
+            if proc.reason is None:
+                proc.reason = reason
+            registry._remove(self.actor_urn)
+            proc.exited.set()
+            for future in self._snodo_stop_replies:
+                try:
+                    future.set(None)
+                except Exception:
+                    pass
+        try:  # last: formatting a traceback is slow and must not delay the signals
+            self._snodo_log_exit(reason, failure)
+        except BaseException:
+            pass
+
+    def _snodo_exit_hook(self, reason: Reason, failure: _ExcInfo | None) -> Reason:
+        """Run ``on_failure`` after a crash of own code, else ``on_stop``."""
+        if failure is not None:
+            try:
+                self.on_failure(*failure)
+            except BaseException:
+                self.log.exception("on_failure raised")
+            return reason
+        try:
+            self.on_stop()
+        except BaseException as exc:
+            self.log.exception("on_stop raised")
+            if reason != KILLED and not isinstance(reason, Crash):
+                return Crash(exc)
+        return reason
+
+    def _snodo_log_exit(self, reason: Reason, failure: _ExcInfo | None) -> None:
+        if failure is not None:
+            self.log.error("actor crashed", reason=str(reason), exc_info=failure)
+        elif reason != NORMAL and reason != SHUTDOWN:
+            self.log.warning("actor exited", reason=str(reason))
+
+
+def _exc_info(exc: BaseException) -> _ExcInfo:
+    return (type(exc), exc, exc.__traceback__)
+
+
+# -- links and monitors ------------------------------------------------------------------
+
+
+def link(a: ActorRef[Any], b: ActorRef[Any]) -> None:
+    """Link two actors: when one ends with a reason other than NORMAL, so does the other.
+
+    An actor that traps exits gets ``on_exit(ref, reason)`` instead (for every reason,
+    NORMAL included). If one of them has already ended, the other receives its exit at
+    once, with the reason it ended with (Erlang sends ``noproc``; the real reason tells
+    a supervisor more). Linking is idempotent; linking an actor to itself does nothing.
+    """
+    pa, pb = _proc_of(a), _proc_of(b)
+    if pa is pb:
+        return
+    with _both(pa, pb):
+        ra, rb = pa.reason, pb.reason
+        if ra is None:
+            pa.links[b.actor_urn] = b
+        if rb is None:
+            pb.links[a.actor_urn] = a
+    if ra is not None and rb is None:
+        _deliver(b, Exit(a, ra))
+    elif rb is not None and ra is None:
+        _deliver(a, Exit(b, rb))
+
+
+def unlink(a: ActorRef[Any], b: ActorRef[Any]) -> None:
+    """Remove the link between ``a`` and ``b``; an exit already in flight is then ignored."""
+    pa, pb = _proc_of(a), _proc_of(b)
+    with _both(pa, pb):
+        pa.links.pop(b.actor_urn, None)
+        pb.links.pop(a.actor_urn, None)
+
+
+def monitor(watcher: ActorRef[Any], target: ActorRef[Any]) -> MonitorRef:
+    """Make ``watcher`` get ``on_down(mref, target, reason)`` once ``target`` ends.
+
+    Monitoring an actor that has already ended delivers the ``Down`` at once, with its
+    exit reason. Each call makes a new, independent monitor.
+    """
+    pw, pt = _proc_of(watcher), _proc_of(target)
+    mref = MonitorRef(watcher, target)
+    with _both(pw, pt):
+        ended = pt.reason
+        if pw.reason is None:
+            pw.watching[mref] = None
+            if ended is None:
+                pt.monitors[mref] = None
+    if ended is not None and pw.reason is None:
+        _deliver(watcher, Down(mref, target, ended))
+    return mref
+
+
+def demonitor(monitor_ref: MonitorRef) -> None:
+    """Cancel a monitor; a ``Down`` already queued for it is dropped."""
+    pw, pt = _proc_of(monitor_ref.watcher), _proc_of(monitor_ref.target)
+    with _both(pw, pt):
+        pt.monitors.pop(monitor_ref, None)
+        pw.watching.pop(monitor_ref, None)
+
+
+def _add_exit_callback(
+    ref: ActorRef[Any], callback: Callable[[Reason], None]
+) -> Callable[[], bool]:
+    """Call ``callback(reason)`` when ``ref`` ends (at once if it has); returns a canceller.
+
+    The callback runs in the ending actor's thread, after its hooks; keep it short.
+    The canceller returns True if it removed a callback that had not run.
+    """
+    proc = _proc_of(ref)
+    key = object()
+    with proc.lock:
+        ended = proc.reason
+        if ended is None:
+            proc.callbacks[key] = callback
+
+    def cancel() -> bool:
+        with proc.lock:
+            return proc.callbacks.pop(key, None) is not None
+
+    if ended is not None:
+        callback(ended)
+    return cancel
+
+
+# -- stopping and calling ----------------------------------------------------------------
+
+
+def stop(ref: ActorRef[Any], reason: Reason = SHUTDOWN, timeout: float = 5.0) -> bool:
+    """Ask the actor to end with ``reason`` once the messages already queued are handled.
+
+    Waits at most ``timeout`` seconds and returns True when the actor has ended (by this
+    stop or any other cause) and has sent its exit signals, False if it is still running.
+    From inside the actor itself it only queues the stop and returns False.
+    """
+    proc = _proc_of(ref)
+    if proc.exited.is_set():
+        return True
+    ref.actor_inbox.put_control(Envelope(StopSignal(reason)))  # type: ignore[attr-defined]
+    if current_actor() is ref:
+        return False
+    return proc.exited.wait(timeout)
+
+
+def kill(ref: ActorRef[Any]) -> None:
+    """End the actor with ``KILLED`` as soon as its running handler (if any) returns.
+
+    Queued messages are dropped (queued asks get ``ActorDead``) and new ones refused.
+    A handler blocked forever cannot be interrupted in a thread; ``join`` bounds the wait.
+    Does not wait; a no-op on an actor that is already ending.
+    """
+    proc = _proc_of(ref)
+    dropped = ref.actor_inbox.kill(Envelope(KillSignal()))  # type: ignore[attr-defined]
+    for envelope in dropped or ():
+        reject(envelope, proc.name)
+
+
+def join(ref: ActorRef[Any], timeout: float) -> bool:
+    """Wait at most ``timeout`` seconds for the actor to end; True if it has."""
+    return _proc_of(ref).exited.wait(timeout)
+
+
+def exit_reason(ref: ActorRef[Any]) -> Reason | None:
+    """The reason the actor ended with, or None while it runs."""
+    return _proc_of(ref).reason
+
+
+@overload
+def call(ref: ActorRef[A], message: Callable[[A], T], timeout: float) -> T: ...
+
+
+@overload
+def call(ref: ActorRef[Any], message: Any, timeout: float) -> Any: ...
+
+
+def call(ref: ActorRef[Any], message: Any, timeout: float) -> Any:
+    """Ask ``ref`` and wait at most ``timeout`` seconds for the answer.
+
+    ``message`` is sent as for ``ref.ask``; a callable is run inside the actor as
+    ``message(actor)`` and its result returned (wrap a callable you mean as a plain
+    message). Raises ``CallTimeout`` at the deadline (the message is not cancelled),
+    ``ActorDead`` if the actor is not running or ends before handling the message,
+    ``ActorCrashed`` if the handler took the actor down, ``InboxFull`` if the inbox
+    stayed full until the deadline, or whatever the handler raised (the actor lives on).
+    """
+    current = current_actor()
+    if current is not None and current.actor_urn == ref.actor_urn:
+        msg = f"call from {ref} to itself would wait for itself"
+        raise RuntimeError(msg)
+    deadline = time.monotonic() + timeout
+    future: ThreadingFuture[Any] = ThreadingFuture()
+    if callable(message):
+        message = _Call(message)
+    if not ref.is_alive():
+        msg = f"{ref} is not running"
+        raise ActorDead(msg)
+    try:
+        ref.actor_inbox.put(Envelope(message, reply_to=future), timeout=timeout)  # type: ignore[call-arg]
+    except queue.Full:  # a plain Pykka actor's queue.Queue inbox
+        msg = f"inbox of {ref} stayed full for {timeout} s"
+        raise InboxFull(msg) from None
+    try:
+        return future.get(timeout=max(0.0, deadline - time.monotonic()))
+    except pykka.Timeout:
+        msg = f"{ref} did not answer {message!r} within {timeout} s"
+        raise CallTimeout(msg) from None

@@ -1,0 +1,234 @@
+"""The in-process transport: message dicts go straight into a Runtime's dispatch, no JSON text.
+
+A request without ``progress`` is dispatched in the calling thread (the fast path). With
+``progress`` the dispatch runs in a linked task (a thread, or a greenlet under gevent) while the
+caller receives the reports and calls the progress function itself, as the reference says. Input
+handlers for server-to-client requests always run in the caller's thread; an exception they raise
+propagates to the caller, as it does for an input handler of a multi round-trip call.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from typing import TYPE_CHECKING, Any
+
+from snodo.protocol import errors
+from snodo.protocol.errors import McpError
+from snodo.transports.base import RequestOptions, ServerRequestHandler
+
+if TYPE_CHECKING:
+    from snodo.server import Peer, Runtime
+
+#: Bound on undelivered progress reports and server requests between the task and the caller.
+CHANNEL_SIZE = 64
+#: How often a waiting caller checks that its linked task is still alive (seconds).
+LIVENESS_INTERVAL = 0.5
+
+_current = threading.local()
+
+
+class _Abandoned(Exception):
+    """Raised inside a linked task whose caller stopped waiting."""
+
+
+class _InlineCall:
+    """A request dispatched in the caller's own thread."""
+
+    def __init__(self, answer: ServerRequestHandler | None) -> None:
+        self.answer = answer
+        self.raised: BaseException | None = None
+
+    def server_request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        if self.answer is None:
+            raise errors.method_not_found(method)
+        try:
+            return self.answer(method, params)
+        except McpError:
+            raise
+        except Exception as exc:
+            # The handler's exception reaches the caller once dispatch returns.
+            self.raised = exc
+            raise errors.internal_error("The client's input handler raised") from exc
+
+
+class _TaskCall:
+    """A request dispatched in a linked task; the caller drains ``channel``."""
+
+    def __init__(self) -> None:
+        self.channel: queue.Queue[tuple[str, Any]] = queue.Queue(CHANNEL_SIZE)
+        self.abandoned = threading.Event()
+        self.raised: BaseException | None = None
+
+    def post(self, kind: str, value: Any) -> None:
+        while True:
+            if self.abandoned.is_set():
+                raise _Abandoned("The client stopped waiting")
+            try:
+                self.channel.put((kind, value), timeout=LIVENESS_INTERVAL)
+                return
+            except queue.Full:
+                continue
+
+    def progress(self, params: dict[str, Any]) -> None:
+        self.post("progress", params)
+
+    def server_request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        reply: queue.Queue[tuple[bool, Any]] = queue.Queue(1)
+        self.post("server_request", (method, params, reply))
+        while True:
+            if self.abandoned.is_set():
+                raise _Abandoned("The client stopped waiting")
+            try:
+                ok, value = reply.get(timeout=LIVENESS_INTERVAL)
+            except queue.Empty:
+                continue
+            if ok:
+                result: dict[str, Any] = value
+                return result
+            if isinstance(value, McpError):
+                raise value
+            self.raised = value
+            raise errors.internal_error("The client's input handler raised")
+
+
+class DirectTransport:
+    """Serves one client from a Runtime in this process."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        from snodo.server import Peer, ServerSession
+
+        self._runtime = runtime
+        self._peer: Peer = Peer(
+            kind="direct", session=ServerSession(), server_request=self._server_request
+        )
+        self._closed = False
+
+    @property
+    def runtime(self) -> Runtime:
+        return self._runtime
+
+    def request(self, message: dict[str, Any], options: RequestOptions) -> dict[str, Any]:
+        """Dispatch ``message`` and return the response (direct requests have no timeout)."""
+        if self._closed:
+            raise errors.connection_error("Connection closed")
+        if options.on_progress is None:
+            response = self._dispatch_inline(message, options.on_server_request)
+        else:
+            response = self._dispatch_linked(message, options)
+        if response is None:
+            raise errors.connection_error(
+                "The runtime answered a request with no response",
+                cause=("no_response", message.get("method")),
+            )
+        return response
+
+    def notify(self, message: dict[str, Any], options: RequestOptions) -> None:
+        """Deliver a notification to the runtime."""
+        if self._closed:
+            raise errors.connection_error("Connection closed")
+        self._dispatch_inline(message, options.on_server_request)
+
+    def close(self) -> None:
+        self._closed = True
+
+    def _server_request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        call: _InlineCall | _TaskCall | None = getattr(_current, "call", None)
+        if call is None:
+            raise errors.internal_error("No client request is in flight to carry a server request")
+        return call.server_request(method, params)
+
+    def _dispatch_inline(
+        self, message: dict[str, Any], answer: ServerRequestHandler | None
+    ) -> dict[str, Any] | None:
+        from snodo.server import dispatch
+
+        call = _InlineCall(answer)
+        outer = getattr(_current, "call", None)
+        _current.call = call
+        try:
+            response = dispatch(self._runtime, message, self._peer)
+        finally:
+            _current.call = outer
+        if call.raised is not None:
+            raise call.raised
+        return response
+
+    def _dispatch_linked(
+        self, message: dict[str, Any], options: RequestOptions
+    ) -> dict[str, Any] | None:
+        from snodo.server import dispatch
+
+        call = _TaskCall()
+        runtime, peer = self._runtime, self._peer
+
+        def run() -> None:
+            _current.call = call
+            try:
+                outcome: tuple[str, Any] = (
+                    "done",
+                    dispatch(runtime, message, peer, progress=call.progress),
+                )
+            except BaseException as exc:  # contained: reported to the caller, never lost
+                outcome = ("crash", exc)
+            try:
+                call.post(*outcome)
+            except _Abandoned:
+                pass
+
+        task = threading.Thread(target=run, name="snodo-direct-request", daemon=True)
+        task.start()
+        try:
+            return self._drain(call, task, options)
+        except BaseException:
+            self._abandon(call, message)
+            raise
+
+    def _drain(
+        self, call: _TaskCall, task: threading.Thread, options: RequestOptions
+    ) -> dict[str, Any] | None:
+        assert options.on_progress is not None
+        while True:
+            try:
+                kind, value = call.channel.get(timeout=LIVENESS_INTERVAL)
+            except queue.Empty:
+                if not task.is_alive() and call.channel.empty():
+                    raise errors.connection_error(
+                        "The in-process request ended without a response"
+                    ) from None
+                continue
+            if kind == "progress":
+                options.on_progress(value)
+            elif kind == "server_request":
+                method, params, reply = value
+                reply.put(self._answer(options.on_server_request, method, params))
+            elif kind == "crash":
+                raise value
+            else:
+                if call.raised is not None:
+                    raise call.raised
+                response: dict[str, Any] | None = value
+                return response
+
+    @staticmethod
+    def _answer(
+        answer: ServerRequestHandler | None, method: str, params: dict[str, Any]
+    ) -> tuple[bool, Any]:
+        if answer is None:
+            return False, errors.method_not_found(method)
+        try:
+            return True, answer(method, params)
+        except Exception as exc:
+            return False, exc
+
+    def _abandon(self, call: _TaskCall, message: dict[str, Any]) -> None:
+        """The caller stopped waiting: cancel the request in the runtime and free the task."""
+        from snodo.server import dispatch
+
+        call.abandoned.set()
+        cancelled = {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": message.get("id"), "reason": "The client stopped waiting"},
+        }
+        dispatch(self._runtime, cancelled, self._peer)

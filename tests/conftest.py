@@ -1,0 +1,73 @@
+"""Shared fixtures: a leak check of threads and actors around every test.
+
+After each test, every thread and every actor (snodo's registry and Pykka's) that the
+test started must be gone within ``LEAK_DEADLINE`` seconds; the check waits on the
+threads and actors themselves, never sleeps. Leftovers are stopped so one leak does not
+fail the next test too. Mark a test ``@pytest.mark.allow_leaks`` to skip the check.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pykka
+import pytest
+
+from snodo.supervision import join, kill, registry, stop
+
+LEAK_DEADLINE = 5.0
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "allow_leaks: skip the thread/actor leak check")
+
+
+def _threads() -> set[threading.Thread]:
+    dummy: Any = getattr(threading, "_DummyThread", ())  # foreign threads/greenlets: not ours
+    return {t for t in threading.enumerate() if t.is_alive() and not isinstance(t, dummy)}
+
+
+def _leaks(
+    threads: set[threading.Thread], urns: set[str], pykka_refs: set[pykka.ActorRef[Any]]
+) -> tuple[list[threading.Thread], list[pykka.ActorRef[Any]]]:
+    new_threads = [t for t in _threads() if t not in threads]
+    new_actors = [r for r in registry.all() if r.actor_urn not in urns]
+    new_actors += [r for r in pykka.ActorRegistry.get_all() if r not in pykka_refs]
+    return new_threads, new_actors
+
+
+@pytest.fixture(autouse=True)
+def leak_check(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fail a test that leaves a thread or an actor of its own behind."""
+    if request.node.get_closest_marker("allow_leaks"):
+        yield
+        return
+    threads = _threads()
+    urns = {r.actor_urn for r in registry.all()}
+    pykka_refs = set(pykka.ActorRegistry.get_all())
+    yield
+    deadline = time.monotonic() + LEAK_DEADLINE
+    new_threads, new_actors = _leaks(threads, urns, pykka_refs)
+    while new_threads or new_actors:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            break
+        for ref in new_actors:
+            if hasattr(ref, "_snodo_proc"):
+                join(ref, remaining)
+            else:
+                ref.actor_stopped.wait(remaining)
+        for thread in new_threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        new_threads, new_actors = _leaks(threads, urns, pykka_refs)
+    if new_threads or new_actors:
+        for ref in reversed(new_actors):
+            if hasattr(ref, "_snodo_proc"):
+                if not stop(ref, timeout=1.0):
+                    kill(ref)
+            else:
+                ref.stop(block=False)
+        pytest.fail(f"leaked after the test: threads {new_threads}, actors {new_actors}")

@@ -1,0 +1,107 @@
+"""The examples run: ``./scripts/demo`` runs examples/client_transports.py, so it must succeed.
+
+The example runs as a subprocess, as a user would run it, with a deadline. Each test names what
+the example promises in its report.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "client_transports.py"
+DEADLINE = 45.0  # seconds; pytest-timeout stops the test at 60
+VERSIONS = ("2026-07-28", "2025-11-25", "2025-06-18")
+
+
+def run_example(*args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    env.pop("PYTHONWARNINGS", None)
+    return subprocess.run(
+        [sys.executable, str(EXAMPLE), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE,
+        env=env,
+        check=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def report() -> str:
+    done = run_example()
+    assert done.returncode == 0, (
+        f"example exited {done.returncode}\n--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}"
+    )
+    return done.stdout
+
+
+def check_line(report: str, leg: str, version: str, check: str) -> str:
+    """The detail of the ``ok`` line for ``check`` in the ``leg · version`` section."""
+    sections = re.split(r"^(?=\S+ · \S+$)", report, flags=re.MULTILINE)
+    section = next((s for s in sections if s.startswith(f"{leg} · {version}\n")), None)
+    assert section is not None, f"no section for {leg} {version} in:\n{report}"
+    match = re.search(rf"^  ok\s+{re.escape(check)}\s+(.*)$", section, flags=re.MULTILINE)
+    assert match is not None, f"no ok line for {check!r} in:\n{section}"
+    return match.group(1)
+
+
+def test_example_exits_zero_and_reports_every_version_ok(report: str) -> None:
+    """Demo: every leg and every version succeeds, and the summary says so."""
+    summary = [line for line in report.splitlines() if line.startswith("summary:")]
+    assert len(summary) == 1, report
+    assert summary[0].startswith("summary: OK:"), summary[0]
+    assert " 0 failed" in summary[0], summary[0]
+    assert "FAIL" not in report, report
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_example_negotiates_the_pinned_version(report: str, version: str) -> None:
+    """Protocol versions: a pin (protocol=...) negotiates exactly that version over direct."""
+    assert check_line(report, "direct", version, "version") == f"negotiated {version}"
+
+
+def test_example_discovers_on_2026_and_has_a_session_before(report: str) -> None:
+    """discover() is the 2026-07-28 call; initialize-era clients report their session instead."""
+    discovered = check_line(report, "direct", "2026-07-28", "discover")
+    assert discovered.startswith(
+        "versions 2026-07-28, 2025-11-25, 2025-06-18; server snodo-example"
+    )
+    for version in ("2025-11-25", "2025-06-18"):
+        session = check_line(report, "direct", version, "session")
+        assert session.startswith("server snodo-example 0.1.0; capabilities"), session
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_example_calls_echo_and_delivers_progress(report: str, version: str) -> None:
+    """Calls: echo answers with its text; progress reports arrive before the call returns."""
+    assert check_line(report, "direct", version, "call_tool echo") == "'hello from snodo'"
+    progress = check_line(report, "direct", version, "progress")
+    assert progress == "3 reports (1/3, 2/3, 3/3) then 'counted to 3'", progress
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_example_answers_deploy_with_an_input_handler(report: str, version: str) -> None:
+    """Input handlers answer the deploy tool's form on every version (MRTR or elicitation/create)."""
+    detail = check_line(report, "direct", version, "deploy (handler)")
+    assert detail == "the form handler was asked 'Deploy to staging?' -> deployed", detail
+
+
+def test_example_finishes_input_required_by_hand_on_2026(report: str) -> None:
+    """Multi round-trip requests: without handlers call_tool returns InputRequired; answered by hand."""
+    detail = check_line(report, "direct", "2026-07-28", "deploy (by hand)")
+    assert re.fullmatch(r"InputRequired \[.+\], answered by hand -> deployed", detail), detail
+
+
+def test_example_rejects_unknown_legs() -> None:
+    """The example names its legs; an unknown one is a usage error (exit 2), not a silent no-op."""
+    done = run_example("carrier-pigeon")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "unknown leg(s): carrier-pigeon" in done.stdout
