@@ -374,7 +374,9 @@ class Client:
                 else self._options.reset_timeout_on_progress
             ),
             max_total_timeout=(
-                max_total_timeout if max_total_timeout is not None else self._options.max_total_timeout
+                max_total_timeout
+                if max_total_timeout is not None
+                else self._options.max_total_timeout
             ),
             tool=tool,
         )

@@ -97,12 +97,14 @@ def build(
 
     @rt.tool(description="Asks the client's model")
     def summarize(args: dict[str, Any], ctx: Context) -> dict[str, Any]:
-        return {"sampled": ctx.sample(
-            {
-                "messages": [{"role": "user", "content": {"type": "text", "text": "sum"}}],
-                "maxTokens": 10,
-            }
-        )}
+        return {
+            "sampled": ctx.sample(
+                {
+                    "messages": [{"role": "user", "content": {"type": "text", "text": "sum"}}],
+                    "maxTokens": 10,
+                }
+            )
+        }
 
     @rt.tool(description="Asks for the client's roots")
     def roots(args: dict[str, Any], ctx: Context) -> dict[str, Any]:
@@ -143,7 +145,10 @@ def build(
                 {
                     f"ask-{i}": (
                         "elicitation/create",
-                        {"message": "again", "requestedSchema": {"type": "object", "properties": {}}},
+                        {
+                            "message": "again",
+                            "requestedSchema": {"type": "object", "properties": {}},
+                        },
                     )
                 }
             )

@@ -55,10 +55,15 @@ def test_calls_work_over_direct_on_every_version(runtime: Any, version: str, wir
         assert "jason" in prompt["messages"][0]["content"]["text"]
         completion = client.request(
             "completion/complete",
-            {"ref": {"type": "ref/prompt", "name": "review"}, "argument": {"name": "name", "value": "j"}},
+            {
+                "ref": {"type": "ref/prompt", "name": "review"},
+                "argument": {"name": "name", "value": "j"},
+            },
         )
         assert completion["completion"]["values"] == ["jason", "jq", "json"]
-        assert [t["uriTemplate"] for t in client.list_resource_templates()] == ["note://pages/{name}"]
+        assert [t["uriTemplate"] for t in client.list_resource_templates()] == [
+            "note://pages/{name}"
+        ]
         assert [r["uri"] for r in client.list_resources()] == ["note://readme"]
         assert [p["name"] for p in client.list_prompts()] == ["review"]
     assert wire.sent, "messages were recorded and schema-checked"
@@ -258,7 +263,8 @@ def test_initialize_era_request_refuses_methods_outside_the_catalog(
 
 
 @pytest.mark.parametrize(
-    "method", ["elicitation/create", "sampling/createMessage", "roots/list", "notifications/cancelled"]
+    "method",
+    ["elicitation/create", "sampling/createMessage", "roots/list", "notifications/cancelled"],
 )
 def test_2026_request_refuses_server_requests_and_notifications(
     method: str, runtime: Any, wire: Wire
@@ -351,7 +357,10 @@ def test_trace_context_is_sent_and_wins_over_meta(runtime: Any) -> None:
         result = client.call_tool(
             "show_meta",
             {},
-            meta={"traceparent": "00-11111111111111111111111111111111-1111111111111111-00", "x/y": 1},
+            meta={
+                "traceparent": "00-11111111111111111111111111111111-1111111111111111-00",
+                "x/y": 1,
+            },
             trace_context={"traceparent": parent, "tracestate": "congo=t61rcWkgMzE"},
         )
     meta = result["structuredContent"]["meta"]

@@ -121,9 +121,11 @@ def test_declared_capabilities_follow_the_handlers(runtime: Any, wire: Wire) -> 
 
 
 def test_non_map_capability_next_to_a_handler_raises(runtime: Any) -> None:
-    """"elicitation" => true with a form handler installed raises ArgumentError."""
+    """ "elicitation" => true with a form handler installed raises ArgumentError."""
     with pytest.raises(ValueError):
-        snodo.direct(runtime, input_handlers={"form": accept}, client_capabilities={"elicitation": True})
+        snodo.direct(
+            runtime, input_handlers={"form": accept}, client_capabilities={"elicitation": True}
+        )
 
 
 def test_without_a_handler_a_server_does_not_ask(runtime: Any) -> None:
@@ -306,12 +308,17 @@ def test_initialize_era_server_requests_use_the_same_handlers(legacy: str, runti
     handlers = {"form": accept, "sampling": sampler, "roots": rooter}
     with snodo.direct(runtime, protocol=legacy, input_handlers=handlers) as client:
         assert client.call_tool("deploy", {})["structuredContent"]["action"] == "accept"
-        assert client.call_tool("summarize", {})["structuredContent"]["sampled"]["model"] == "test-model"
+        assert (
+            client.call_tool("summarize", {})["structuredContent"]["sampled"]["model"]
+            == "test-model"
+        )
         assert client.call_tool("roots", {})["structuredContent"]["roots"][0]["name"] == "project"
 
 
 @pytest.mark.parametrize("legacy", LEGACY)
-def test_initialize_era_handler_failure_is_answered_internal_error(legacy: str, runtime: Any) -> None:
+def test_initialize_era_handler_failure_is_answered_internal_error(
+    legacy: str, runtime: Any
+) -> None:
     """Initialize era: a handler that fails is answered -32603 (the tool passes it on)."""
 
     def form(params: dict[str, Any]) -> dict[str, Any]:

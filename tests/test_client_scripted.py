@@ -49,7 +49,9 @@ def result(body: dict[str, Any]) -> Reply:
 
 
 def page(cursor: str | None, *names: str) -> Reply:
-    body: dict[str, Any] = {"tools": [{"name": n, "inputSchema": {"type": "object"}} for n in names]}
+    body: dict[str, Any] = {
+        "tools": [{"name": n, "inputSchema": {"type": "object"}} for n in names]
+    }
     if cursor is not None:
         body["nextCursor"] = cursor
     return result(body)
@@ -80,7 +82,13 @@ def test_empty_string_cursor_is_followed() -> None:
 def test_initialize_result_with_a_version_not_allowed_is_refused() -> None:
     """initialize: the server's protocolVersion must be allowed, else -32602 negotiated/requested."""
     transport = ScriptedTransport(
-        result({"protocolVersion": "2025-06-18", "capabilities": {}, "serverInfo": {"name": "s", "version": "1"}})
+        result(
+            {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "serverInfo": {"name": "s", "version": "1"},
+            }
+        )
     )
     options = build_options(protocol="2025-11-25")
     with pytest.raises(snodo.McpError) as caught:
@@ -93,7 +101,13 @@ def test_initialize_result_with_a_version_not_allowed_is_refused() -> None:
 def test_initialize_counter_offer_within_allowed_is_accepted() -> None:
     """initialize: a counter-offer the client allows becomes the session's version."""
     transport = ScriptedTransport(
-        result({"protocolVersion": "2025-06-18", "capabilities": {"tools": {}}, "serverInfo": {"name": "s", "version": "1"}})
+        result(
+            {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "s", "version": "1"},
+            }
+        )
     )
     options = build_options(protocol=["2025-11-25", "2025-06-18"])
     session = initialize_session(transport, options, "2025-11-25", dialects.get("2025-11-25"))
@@ -128,7 +142,12 @@ def test_transport_without_notify_cannot_open_an_initialize_era_session() -> Non
 def test_response_with_both_result_and_error_is_connection_error() -> None:
     """A response with both result and error is an unusable response: -32000."""
     transport = ScriptedTransport(
-        lambda m: {"jsonrpc": "2.0", "id": m["id"], "result": {}, "error": {"code": 1, "message": "x"}}
+        lambda m: {
+            "jsonrpc": "2.0",
+            "id": m["id"],
+            "result": {},
+            "error": {"code": 1, "message": "x"},
+        }
     )
     with pytest.raises(snodo.McpError) as caught:
         client_on(transport).call_tool("t", {})

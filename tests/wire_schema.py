@@ -64,4 +64,6 @@ def check_client_message(version: str, message: dict[str, Any]) -> None:
     if definition is not None:
         validator(version, definition).validate(message)
     elif version != "2026-07-28":
-        raise jsonschema.ValidationError(f"{message['method']} is not a client message of {version}")
+        raise jsonschema.ValidationError(
+            f"{message['method']} is not a client message of {version}"
+        )

@@ -97,11 +97,15 @@ class McpError(Exception):
     def from_wire(cls, error: Any, *, cause: Any = None) -> McpError:
         """Build the error a peer sent, keeping its code, message and data."""
         if not isinstance(error, dict):
-            return connection_error("Malformed JSON-RPC error object", cause=("malformed_error", error))
+            return connection_error(
+                "Malformed JSON-RPC error object", cause=("malformed_error", error)
+            )
         code = error.get("code")
         message = error.get("message")
         if not isinstance(code, int) or isinstance(code, bool):
-            return connection_error("Malformed JSON-RPC error object", cause=("malformed_error", error))
+            return connection_error(
+                "Malformed JSON-RPC error object", cause=("malformed_error", error)
+            )
         return cls(
             code,
             message if isinstance(message, str) else MESSAGES.get(code, "Error"),
@@ -160,6 +164,8 @@ def invalid_params(message: str, data: Any = None, *, cause: Any = None) -> McpE
     return McpError(INVALID_PARAMS, message, data, cause=cause)
 
 
-def internal_error(message: str = "Internal error", data: Any = None, *, cause: Any = None) -> McpError:
+def internal_error(
+    message: str = "Internal error", data: Any = None, *, cause: Any = None
+) -> McpError:
     """-32603."""
     return McpError(INTERNAL_ERROR, message, data, cause=cause)

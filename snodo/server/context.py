@@ -272,11 +272,9 @@ class Context:
         absent: list[tuple[str, ...]] = []
         for key in missing:
             method, params = requests[key]
-            absent.extend(
-                p
-                for p in missing_capabilities(self.client_capabilities, method, params)
-                if p not in absent
-            )
+            for path in missing_capabilities(self.client_capabilities, method, params):
+                if path not in absent:
+                    absent.append(path)
         if absent:
             names = ", ".join(".".join(p) for p in absent)
             raise McpError(

@@ -583,13 +583,17 @@ def stop(ref: ActorRef[Any], reason: Reason = SHUTDOWN, timeout: float = 5.0) ->
 def kill(ref: ActorRef[Any]) -> None:
     """End the actor with ``KILLED`` as soon as its running handler (if any) returns.
 
-    Queued messages are dropped (queued asks get ``ActorDead``) and new ones refused.
+    Queued messages are dropped (queued asks get ``ActorDead``), new ones are refused and
+    ``is_alive()`` turns False at once.
     A handler blocked forever cannot be interrupted in a thread; ``join`` bounds the wait.
     Does not wait; a no-op on an actor that is already ending.
     """
     proc = _proc_of(ref)
     dropped = ref.actor_inbox.kill(Envelope(KillSignal()))  # type: ignore[attr-defined]
-    for envelope in dropped or ():
+    if dropped is None:
+        return
+    ref.actor_stopped.set()  # is_alive() is False from now on
+    for envelope in dropped:
         reject(envelope, proc.name)
 
 

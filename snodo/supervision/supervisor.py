@@ -40,6 +40,7 @@ from snodo.supervision.actor import (
     Actor,
     _proc_of,
     call,
+    exit_reason,
     join,
     kill,
     link,
@@ -47,8 +48,11 @@ from snodo.supervision.actor import (
     unlink,
 )
 from snodo.supervision.reasons import (
+    KILLED,
     NORMAL,
     SHUTDOWN,
+    ActorCrashed,
+    ActorDead,
     Crash,
     Reason,
     TooManyRestarts,
@@ -57,6 +61,7 @@ from snodo.supervision.reasons import (
 
 if TYPE_CHECKING:
     from types import TracebackType
+    from typing import Self
 
     from pykka import ActorRef
 
@@ -115,6 +120,10 @@ class _Child:
         self.ref: ActorRef[Any] | None = None
 
 
+def _started(sup: Supervisor) -> None:
+    """Answered once on_start (the initial children) is done."""
+
+
 class _StartFailed(Exception):
     def __init__(self, child: _Child, reason: Reason) -> None:
         super().__init__(child.spec.id)
@@ -129,6 +138,28 @@ class Supervisor(Actor):
 
     kill_wait: ClassVar[float] = 1.0
     """After killing a child that outlived its ``shutdown``: how long to wait for it."""
+
+    start_timeout: ClassVar[float] = 10.0
+    """How long ``start`` waits for the initial children to be started."""
+
+    @classmethod
+    def start(cls, *args: Any, **kwargs: Any) -> ActorRef[Self]:
+        """Start the supervisor and wait until its initial children are started (as OTP).
+
+        Raises ``ActorCrashed`` (with the exit reason) if starting a child failed, and
+        ``CallTimeout`` after ``start_timeout`` seconds.
+        """
+        ref = super().start(*args, **kwargs)
+        try:
+            call(ref, _started, cls.start_timeout)
+        except ActorDead as exc:
+            join(ref, cls.start_timeout)
+            reason = exit_reason(ref)
+            msg = f"{ref} failed to start: {reason}"
+            raise ActorCrashed(msg, reason or KILLED) from (
+                reason.exc if isinstance(reason, Crash) else exc
+            )
+        return ref
 
     def __init__(
         self,
