@@ -444,18 +444,17 @@ def test_call_to_a_dead_actor_raises_actor_dead_and_to_itself_refuses() -> None:
 
 def test_asks_racing_a_stop_are_all_answered() -> None:
     """Trap 2: no ask may be left unanswered when it races the actor's end."""
+
+    def hammer(w: ActorRef[Any], go: threading.Event, out: list[pykka.Future[Any]]) -> None:
+        go.wait(WAIT)
+        for i in range(50):
+            out.append(w.ask(i, block=False))
+
     for _ in range(30):
         w = Worker.start()
-        futures = []
         go = threading.Event()
-
-        def hammer(out: list[pykka.Future[Any]]) -> None:
-            go.wait(WAIT)
-            for i in range(50):
-                out.append(w.ask(i, block=False))
-
         lists: list[list[pykka.Future[Any]]] = [[], []]
-        threads = [threading.Thread(target=hammer, args=(lst,)) for lst in lists]
+        threads = [threading.Thread(target=hammer, args=(w, go, lst)) for lst in lists]
         for t in threads:
             t.start()
         go.set()
@@ -501,7 +500,8 @@ def test_kill_drops_the_inbox_and_answers_queued_asks() -> None:
     kill(w)
     with pytest.raises(ActorDead):  # answered now, while the handler still runs
         queued.get(timeout=WAIT)
-    with pytest.raises(ActorDead):
+    assert not w.is_alive()
+    with pytest.raises(pykka.ActorDeadError):
         w.tell("after the kill")
     release.set()
     assert join(w, WAIT)

@@ -86,7 +86,8 @@ def settle(sup: ActorRef[Any], old: ActorRef[Any]) -> None:
     call(sup, lambda s: None, WAIT)
 
 
-def refs(sup: ActorRef[Any]) -> dict[str, ActorRef[Any] | None]:
+def refs(sup: ActorRef[Any]) -> dict[str, Any]:
+    """id -> current ref (None while not running), in start order."""
     return {info.id: info.ref for info in which_children(sup)}
 
 
@@ -121,12 +122,12 @@ def test_one_for_one_restarts_only_the_failed_child(
 ) -> None:
     sup = make_sup("one_for_one", [spec(n, journal) for n in "abc"])
     before = refs(sup)
-    crash(before["b"])  # type: ignore[arg-type]
-    settle(sup, before["b"])  # type: ignore[arg-type]
+    crash(before["b"])
+    settle(sup, before["b"])
     after = refs(sup)
     assert after["a"] is before["a"] and after["c"] is before["c"]
-    assert after["b"] is not None and after["b"].actor_urn != before["b"].actor_urn  # type: ignore[union-attr]
-    assert after["b"].is_alive()  # type: ignore[union-attr]
+    assert after["b"] is not None and after["b"].actor_urn != before["b"].actor_urn
+    assert after["b"].is_alive()
     assert journal == ["start a", "start b", "start c", "start b"]
     assert child(sup, "b") is after["b"]
 
@@ -137,14 +138,14 @@ def test_one_for_all_restarts_every_child_in_order(
     sup = make_sup("one_for_all", [spec(n, journal) for n in "abc"])
     before = refs(sup)
     del journal[:]
-    crash(before["b"])  # type: ignore[arg-type]
-    settle(sup, before["b"])  # type: ignore[arg-type]
+    crash(before["b"])
+    settle(sup, before["b"])
     after = refs(sup)
     for name in "abc":
-        assert after[name].actor_urn != before[name].actor_urn  # type: ignore[union-attr]
-        assert not before[name].is_alive()  # type: ignore[union-attr]
-    assert exit_reason(before["a"]) == SHUTDOWN  # type: ignore[arg-type]
-    assert exit_reason(before["c"]) == SHUTDOWN  # type: ignore[arg-type]
+        assert after[name].actor_urn != before[name].actor_urn
+        assert not before[name].is_alive()
+    assert exit_reason(before["a"]) == SHUTDOWN
+    assert exit_reason(before["c"]) == SHUTDOWN
     # siblings stopped newest first, then all started again in the original order
     assert journal == ["stop c", "stop a", "start a", "start b", "start c"]
 
@@ -155,12 +156,12 @@ def test_rest_for_one_restarts_the_failed_child_and_those_after_it(
     sup = make_sup("rest_for_one", [spec(n, journal) for n in "abcd"])
     before = refs(sup)
     del journal[:]
-    crash(before["b"])  # type: ignore[arg-type]
-    settle(sup, before["b"])  # type: ignore[arg-type]
+    crash(before["b"])
+    settle(sup, before["b"])
     after = refs(sup)
     assert after["a"] is before["a"]
     for name in "bcd":
-        assert after[name].actor_urn != before[name].actor_urn  # type: ignore[union-attr]
+        assert after[name].actor_urn != before[name].actor_urn
     assert journal == ["stop d", "stop c", "start b", "start c", "start d"]
 
 

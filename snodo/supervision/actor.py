@@ -22,6 +22,11 @@ An exception in an *ask* (``call``, proxy method ``.get()``) goes back to the ca
 the actor keeps running (Pykka's semantics). One in a tell, a hook or ``on_start``
 crashes the actor with ``Crash(exc)``.
 
+Ordering: ``Exit`` and ``Down`` keep their place among messages (what an actor sent
+before it died arrives before its ``Down``, as in Erlang). ``stop(ref, reason)`` is
+graceful: it takes effect after the messages already queued, like Pykka's ``ref.stop()``
+(whose reason is ``NORMAL``). ``kill(ref)`` jumps the queue and drops it.
+
 Differences from Pykka that users may notice:
 
 * snodo actors live in snodo's own registry (``registry``, a dict by urn) and **not** in
@@ -429,6 +434,7 @@ class Actor(pykka.ThreadingActor):
                     callback(reason)
                 except BaseException:
                     self.log.exception("exit callback failed")
+            self._snodo_log_exit(reason, failure)  # after the signals: formatting is slow
         except BaseException:  # never let the end of an actor take anything else down
             try:
                 self.log.exception("actor teardown failed")
@@ -444,10 +450,6 @@ class Actor(pykka.ThreadingActor):
                     future.set(None)
                 except Exception:
                     pass
-        try:  # last: formatting a traceback is slow and must not delay the signals
-            self._snodo_log_exit(reason, failure)
-        except BaseException:
-            pass
 
     def _snodo_exit_hook(self, reason: Reason, failure: _ExcInfo | None) -> Reason:
         """Run ``on_failure`` after a crash of own code, else ``on_stop``."""
@@ -632,6 +634,7 @@ def call(ref: ActorRef[Any], message: Any, timeout: float) -> Any:
     deadline = time.monotonic() + timeout
     future: ThreadingFuture[Any] = ThreadingFuture()
     if callable(message):
+        _proc_of(ref)  # TypeError: only snodo actors run callables
         message = _Call(message)
     if not ref.is_alive():
         msg = f"{ref} is not running"
