@@ -17,6 +17,7 @@ import pykka
 import pytest
 
 from snodo.supervision import join, kill, registry, stop
+from tests.client_support import Wire, recording_direct
 
 LEAK_DEADLINE = 5.0
 
@@ -71,3 +72,10 @@ def leak_check(request: pytest.FixtureRequest) -> Iterator[None]:
             else:
                 ref.stop(block=False)
         pytest.fail(f"leaked after the test: threads {new_threads}, actors {new_actors}")
+
+
+@pytest.fixture(autouse=True)
+def wire() -> Iterator[Wire]:
+    """Every message a client sends through a direct transport is schema-checked and recorded."""
+    with recording_direct() as recorded:
+        yield recorded

@@ -8,7 +8,6 @@ by the ``wire`` fixture.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,16 +15,10 @@ import pytest
 import snodo
 from snodo.protocol.dialects import SUPPORTED_VERSIONS
 from tests import client_runtime
-from tests.client_support import Wire, recording_direct
+from tests.client_support import Wire
 
 ALL = list(SUPPORTED_VERSIONS)
 LEGACY = ["2025-11-25", "2025-06-18"]
-
-
-@pytest.fixture
-def wire() -> Iterator[Wire]:
-    with recording_direct() as recorded:
-        yield recorded
 
 
 @pytest.fixture

@@ -6,23 +6,16 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 import snodo
 from tests import client_runtime
-from tests.client_support import Wire, recording_direct
+from tests.client_support import Wire
 
 LEGACY = ["2025-11-25", "2025-06-18"]
 FORM_CAPS = {"elicitation": {"form": {}}}
-
-
-@pytest.fixture
-def wire() -> Iterator[Wire]:
-    with recording_direct() as recorded:
-        yield recorded
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pykka
@@ -12,13 +11,7 @@ import pytest
 
 import snodo
 from tests import client_runtime
-from tests.client_support import Wire, recording_direct
-
-
-@pytest.fixture
-def wire() -> Iterator[Wire]:
-    with recording_direct() as recorded:
-        yield recorded
+from tests.client_support import Wire
 
 
 @pytest.fixture

@@ -72,6 +72,7 @@ from pykka import ActorRef, ThreadingFuture
 from pykka._envelope import Envelope
 from pykka.messages import _ActorStop
 
+from snodo._log import get_logger
 from snodo.supervision._inbox import CONTROL_TYPES, Inbox, KillSignal, StopSignal, reject
 from snodo.supervision.reasons import (
     KILLED,
@@ -92,7 +93,6 @@ if TYPE_CHECKING:
     from types import TracebackType
     from typing import Self
 
-    from structlog.typing import FilteringBoundLogger
 
 __all__ = [
     "Actor",
@@ -116,7 +116,7 @@ T = TypeVar("T")
 
 _ExcInfo = tuple[type[BaseException], BaseException, "TracebackType | None"]
 
-_logger = structlog.get_logger("snodo.supervision")
+_logger = get_logger("snodo.supervision")
 _current = threading.local()  # .ref: the snodo actor whose loop runs in this thread/greenlet
 _PROC_ATTR = "_snodo_proc"
 _KILL_JOIN = 1.0  # registry.stop_all: how long to wait after a kill
@@ -257,7 +257,7 @@ class Actor(pykka.ThreadingActor):
 
     use_daemon_thread: ClassVar[bool] = True
 
-    log: FilteringBoundLogger
+    log: Any
     """structlog logger bound with this actor's class and urn."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

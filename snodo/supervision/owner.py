@@ -43,8 +43,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import pykka
-import structlog
 
+from snodo._log import get_logger
 from snodo.supervision.actor import _add_exit_callback, _proc_of, current_actor, exit_reason
 from snodo.supervision.reasons import KILLED, NORMAL, Crash, Reason
 
@@ -55,7 +55,7 @@ __all__ = ["Owner", "OwnerKind", "Watch", "current_owner", "green_mode", "owner_
 
 OwnerKind: TypeAlias = Literal["actor", "greenlet", "thread"]
 
-_logger = structlog.get_logger("snodo.supervision")
+_logger = get_logger("snodo.supervision")
 
 
 def green_mode() -> bool:
