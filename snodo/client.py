@@ -452,24 +452,34 @@ class Client:
         return answers
 
     def _answer_server_request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        """Answer a request the server sent the client, through the input handlers."""
-        handlers = self._options.input_handlers
-        checked = inputs.check_server_request(method, params, handlers)
-        if checked is None:
-            return {}
-        kind, handler_params = checked
-        try:
-            response = handlers[kind](handler_params)
-        except HandlerError as failure:
-            raise errors.internal_error(
-                f"Input handler for {method} failed", cause=("input_handler", failure.reason)
-            ) from None
-        if not inputs.valid_response(kind, response):
-            raise errors.internal_error(
-                f"Input handler for {method} returned an invalid response",
-                cause=("input_handler", ("invalid_response", response)),
-            )
-        return cast("dict[str, Any]", response)
+        return answer_server_request(self._options.input_handlers, method, params)
+
+
+def answer_server_request(
+    handlers: Mapping[str, Callable[[dict[str, Any]], Any]], method: str, params: Any
+) -> dict[str, Any]:
+    """Answer a request the server sent the client, through the input handlers.
+
+    ``ping`` is answered ``{}`` without a handler; a kind without a handler is -32601, params
+    lacking the kind's keys -32602, a handler that fails (HandlerError) or returns an invalid
+    response -32603. Any other exception a handler raises propagates to the caller.
+    """
+    checked = inputs.check_server_request(method, params, handlers)
+    if checked is None:
+        return {}
+    kind, handler_params = checked
+    try:
+        response = handlers[kind](handler_params)
+    except HandlerError as failure:
+        raise errors.internal_error(
+            f"Input handler for {method} failed", cause=("input_handler", failure.reason)
+        ) from None
+    if not inputs.valid_response(kind, response):
+        raise errors.internal_error(
+            f"Input handler for {method} returned an invalid response",
+            cause=("input_handler", ("invalid_response", response)),
+        )
+    return cast("dict[str, Any]", response)
 
 
 def initialize_session(

@@ -170,3 +170,55 @@ def test_input_required_with_nothing_to_answer_is_connection_error() -> None:
     with pytest.raises(snodo.McpError) as caught:
         client_on(transport, "2026-07-28", input_handlers={"form": lambda p: {}}).call_tool("t")
     assert caught.value.code == -32000
+
+
+class OptionsRecorder(ScriptedTransport):
+    """Also records the RequestOptions of each request."""
+
+    def __init__(self, *replies: Reply) -> None:
+        super().__init__(*replies)
+        self.options: list[RequestOptions] = []
+
+    def request(self, message: dict[str, Any], options: RequestOptions) -> dict[str, Any]:
+        self.options.append(options)
+        return super().request(message, options)
+
+
+def test_timeout_defaults_to_30_seconds_or_the_client_option() -> None:
+    """Each request can set timeout:; the default is 30 s, or the client's :timeout option."""
+    echo = result({"content": []})
+    transport = OptionsRecorder(echo, echo, echo)
+    client_on(transport).call_tool("t")
+    client_on(transport, timeout=5.0).call_tool("t")
+    client_on(transport, timeout=5.0).call_tool("t", timeout=0.5)
+    assert [o.timeout for o in transport.options] == [30.0, 5.0, 0.5]
+
+
+def test_progress_timeout_options_reach_the_transport() -> None:
+    """reset_timeout_on_progress and max_total_timeout (600 s by default) reach the transport."""
+    echo = result({"content": []})
+    transport = OptionsRecorder(echo, echo)
+    client_on(transport).call_tool("t")
+    client_on(transport, reset_timeout_on_progress=True).call_tool("t", max_total_timeout=60.0)
+    first, second = transport.options
+    assert (first.reset_timeout_on_progress, first.max_total_timeout) == (False, 600.0)
+    assert (second.reset_timeout_on_progress, second.max_total_timeout) == (True, 60.0)
+
+
+def test_each_input_round_gets_its_own_timeout() -> None:
+    """Each round of a multi round-trip call has its own timeout: (the same per-round value)."""
+    ask = result(
+        {
+            "resultType": "input_required",
+            "inputRequests": {"a": {"method": "roots/list"}},
+            "requestState": "s",
+        }
+    )
+    done = result({"resultType": "complete", "content": []})
+    transport = OptionsRecorder(ask, ask, done)
+    client = client_on(transport, "2026-07-28", input_handlers={"roots": lambda p: {"roots": []}})
+    client.call_tool("t", timeout=2.0)
+    assert [o.timeout for o in transport.options] == [2.0, 2.0, 2.0]
+    ids = [m["id"] for m in transport.sent]
+    assert len(set(ids)) == 3
+    assert [m["params"].get("requestState") for m in transport.sent] == [None, "s", "s"]
