@@ -16,6 +16,8 @@ _EXPORTS = {
     "Client": "snodo.client",
     "Progress": "snodo.client",
     "direct": "snodo.connections",
+    "connect": "snodo.connections",
+    "Stdio": "snodo.transports.stdio",
     "McpError": "snodo.protocol.errors",
     "HandlerError": "snodo.protocol.errors",
     "InputRequired": "snodo.protocol.results",
@@ -36,15 +38,19 @@ __all__ = [
     "Progress",
     "RequestOptions",
     "Session",
+    "Stdio",
     "Transport",
     "__version__",
+    "connect",
     "direct",
 ]
 
 if TYPE_CHECKING:
     from snodo.client import Client as Client
     from snodo.client import Progress as Progress
+    from snodo.connections import connect as connect
     from snodo.connections import direct as direct
+    from snodo.transports.stdio import Stdio as Stdio
     from snodo.protocol.dialects import SUPPORTED_VERSIONS as SUPPORTED_VERSIONS
     from snodo.protocol.errors import HandlerError as HandlerError
     from snodo.protocol.errors import McpError as McpError

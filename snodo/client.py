@@ -128,6 +128,11 @@ class Client:
         return self._session
 
     @property
+    def transport(self) -> Transport:
+        """The transport this client sends through."""
+        return self._transport
+
+    @property
     def options(self) -> ClientOptions:
         return self._options
 

@@ -1,12 +1,23 @@
-"""Opening clients: ``direct`` for a Runtime in this process (``connect`` joins it for stdio/HTTP)."""
+"""Opening clients: ``direct`` for a Runtime in this process, ``connect`` for stdio (and HTTP)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from snodo.client import Client, build_options, initialize_session
+from snodo.client import (
+    Client,
+    ClientOptions,
+    answer_server_request,
+    build_options,
+    initialize_session,
+    next_request_id,
+)
 from snodo.protocol import dialects, negotiation
+from snodo.protocol import meta as meta_rules
+from snodo.protocol.errors import McpError
+from snodo.transports.base import RequestOptions
 
 if TYPE_CHECKING:
     from snodo.server import Runtime
@@ -54,3 +65,121 @@ def direct(
         transport.close()
         raise
     return Client(transport, dialects.get(session.version), options, session=session)
+
+
+def connect(
+    target: Any,
+    *,
+    env: Mapping[str, str | None] | None = None,
+    cwd: str | None = None,
+    protocol: str | Sequence[str] | None = None,
+    client_info: Mapping[str, Any] | None = None,
+    client_capabilities: Mapping[str, Any] | None = None,
+    input_handlers: Mapping[str, Any] | None = None,
+    timeout: float | None = 30.0,
+    probe_timeout: float = 10.0,
+    max_input_rounds: int = 10,
+    max_pages: int = 1000,
+    max_server_requests: int = 16,
+    max_response_bytes: int = 16 * 1024 * 1024,
+    reset_timeout_on_progress: bool = False,
+    max_total_timeout: float | None = 600.0,
+    owner: Any = None,
+) -> Client:
+    """Connect to a server and settle the protocol version before returning.
+
+    ``target`` is ``snodo.Stdio(command, args)``. Allowed versions from both eras are probed with
+    ``server/discover`` (``probe_timeout``); any answer but a discovery result reopens the
+    transport — on stdio that starts the server again — and sends ``initialize``. A pin, or a
+    list from one era, skips the probe.
+    """
+    from snodo.supervision import current_owner, owner_of
+    from snodo.transports.stdio import Stdio, StdioTransport
+
+    options = build_options(
+        protocol=protocol,
+        client_info=client_info,
+        client_capabilities=client_capabilities,
+        input_handlers=input_handlers,
+        timeout=timeout,
+        max_input_rounds=max_input_rounds,
+        max_pages=max_pages,
+        reset_timeout_on_progress=reset_timeout_on_progress,
+        max_total_timeout=max_total_timeout,
+    )
+    if not isinstance(probe_timeout, (int, float)) or probe_timeout <= 0:
+        raise ValueError("probe_timeout must be a positive number of seconds")
+    if not isinstance(max_server_requests, int) or max_server_requests < 1:
+        raise ValueError("max_server_requests must be a positive integer")
+    if not isinstance(max_response_bytes, int) or max_response_bytes < 1:
+        raise ValueError("max_response_bytes must be a positive integer")
+    if not isinstance(target, Stdio):
+        raise TypeError(f"cannot connect to {target!r}: expected snodo.Stdio(...)")
+    watched = current_owner() if owner is None else owner_of(owner)
+    answer = partial(answer_server_request, options.input_handlers)
+
+    def open_transport() -> StdioTransport:
+        return StdioTransport(
+            target,
+            env=env,
+            cwd=cwd,
+            max_line_bytes=max_response_bytes,
+            max_server_requests=max_server_requests,
+            on_server_request=answer,
+            owner=watched,
+        )
+
+    return negotiate(open_transport, options, probe_timeout)
+
+
+def negotiate(open_transport: Callable[[], Any], options: ClientOptions, probe_timeout: float) -> Client:
+    """Open a transport and settle the version as the reference's "Protocol versions" says."""
+    plan = negotiation.plan(options.protocol)
+    transport = open_transport()
+    try:
+        if plan.action == "stateless":
+            return Client(transport, dialects.get(plan.version), options)
+        if plan.action == "initialize":
+            return _initialized(transport, options, plan.version)
+        verdict = negotiation.probe_verdict(_probe(transport, options, probe_timeout), options.protocol)
+        if verdict.action == "use":
+            return Client(transport, dialects.get(verdict.version), options)
+        if verdict.action == "initialize":
+            return _initialized(transport, options, verdict.version)
+        transport.close()
+        transport = open_transport()
+        return _initialized(transport, options, verdict.version)
+    except BaseException:
+        transport.close()
+        raise
+
+
+def _initialized(transport: Any, options: ClientOptions, version: str) -> Client:
+    session = initialize_session(transport, options, version, dialects.get(version))
+    return Client(transport, dialects.get(session.version), options, session=session)
+
+
+def _probe(transport: Any, options: ClientOptions, probe_timeout: float) -> dict[str, Any] | None:
+    """Send ``server/discover`` on the newest stateless dialect; None for a timeout or failure."""
+    dialect = dialects.get(dialects.LATEST)
+    params = meta_rules.build_params(
+        dialect,
+        None,
+        client_info=options.client_info,
+        client_capabilities=options.client_capabilities,
+    )
+    message = {
+        "jsonrpc": "2.0",
+        "id": next_request_id(),
+        "method": "server/discover",
+        "params": params,
+    }
+    try:
+        response: dict[str, Any] = transport.request(
+            message, RequestOptions(dialect=dialect, timeout=probe_timeout)
+        )
+    except McpError as error:
+        if error.kind != "transport":
+            raise
+        return None
+    return response

@@ -2,8 +2,11 @@
 
 After each test, every thread and every actor (snodo's registry and Pykka's) that the
 test started must be gone within ``LEAK_DEADLINE`` seconds; the check waits on the
-threads and actors themselves, never sleeps. Leftovers are stopped so one leak does not
-fail the next test too. Mark a test ``@pytest.mark.allow_leaks`` to skip the check.
+threads and actors themselves, never sleeps. Service threads (``service_threads()``: the
+pooled-actor workers and the timer thread, shared by the whole process, started lazily
+and ended when idle) are no test's own and are not counted. Leftovers are stopped so one
+leak does not fail the next test too. Mark a test ``@pytest.mark.allow_leaks`` to skip
+the check.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Any
 import pykka
 import pytest
 
-from snodo.supervision import join, kill, registry, stop
+from snodo.supervision import join, kill, registry, service_threads, stop
 from tests.client_support import Wire, recording_direct
 
 LEAK_DEADLINE = 5.0
@@ -28,7 +31,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _threads() -> set[threading.Thread]:
     dummy: Any = getattr(threading, "_DummyThread", ())  # foreign threads/greenlets: not ours
-    return {t for t in threading.enumerate() if t.is_alive() and not isinstance(t, dummy)}
+    service = service_threads()
+    return {
+        t
+        for t in threading.enumerate()
+        if t.is_alive() and not isinstance(t, dummy) and t not in service
+    }
 
 
 def _leaks(

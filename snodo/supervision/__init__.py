@@ -2,6 +2,10 @@
 
 * ``Actor``: a Pykka ``ThreadingActor`` with exit reasons, links, monitors, contained
   ``BaseException``s and a bounded inbox (``actor.py``).
+* ``PooledActor``: the same semantics with no thread of its own; its turns run on a shared
+  ``Dispatcher`` of a few workers (``pooled.py``). Its handlers must not block.
+* ``send_after``, ``call_later``: the process-wide timer service (``timers.py``).
+* ``service_threads()``: the pool workers and the timer thread, shared by the process.
 * ``Supervisor``, ``ChildSpec``: restart strategies and intensity (``supervisor.py``).
 * ``root()``, ``connections()``: the lazily started process-wide tree (``root.py``).
 * ``current_owner()``, ``watch()``: who opened something, and a callback when it ends
@@ -38,6 +42,12 @@ from snodo.supervision.owner import (
     owner_of,
     watch,
 )
+from snodo.supervision.pooled import (
+    Dispatcher,
+    PooledActor,
+    default_dispatcher,
+    service_threads,
+)
 from snodo.supervision.reasons import (
     KILLED,
     NORMAL,
@@ -67,9 +77,19 @@ from snodo.supervision.supervisor import (
     terminate_child,
     which_children,
 )
+from snodo.supervision.timers import (
+    MAX_PENDING_TIMERS,
+    Timer,
+    TimerService,
+    TooManyTimers,
+    call_later,
+    default_timers,
+    send_after,
+)
 
 __all__ = [
     "KILLED",
+    "MAX_PENDING_TIMERS",
     "NORMAL",
     "SHUTDOWN",
     "Actor",
@@ -79,25 +99,33 @@ __all__ = [
     "ChildInfo",
     "ChildSpec",
     "Crash",
+    "Dispatcher",
     "Down",
     "Exit",
     "InboxFull",
     "MonitorRef",
     "Owner",
     "OwnerKind",
+    "PooledActor",
     "Reason",
     "Registry",
     "Restart",
     "Strategy",
     "SupervisionError",
     "Supervisor",
+    "Timer",
+    "TimerService",
     "TooManyRestarts",
+    "TooManyTimers",
     "Watch",
     "call",
+    "call_later",
     "child",
     "connections",
     "current_actor",
     "current_owner",
+    "default_dispatcher",
+    "default_timers",
     "demonitor",
     "exit_reason",
     "green_mode",
@@ -109,6 +137,8 @@ __all__ = [
     "owner_of",
     "registry",
     "root",
+    "send_after",
+    "service_threads",
     "shutdown_root",
     "start_child",
     "stop",

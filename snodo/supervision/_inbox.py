@@ -16,6 +16,12 @@ One FIFO deque, guarded by one lock, with three rules:
 
 ``kill`` closes the inbox, drops what is queued, and puts the kill signal at the front.
 
+``BaseInbox`` holds these rules and nothing about who consumes: after every envelope it
+queues it calls ``_ready()`` under the lock and, if that returned True, ``_schedule()``
+after releasing it. ``Inbox`` (a thread actor's) wakes the actor's blocking ``get``;
+``pooled.PooledInbox`` puts an idle pooled actor on its dispatcher's run queue. The
+condition senders wait on for room is made only when a sender first has to wait.
+
 Pykka contract relied on (pykka 4.4-4.5): ``ActorRef.tell``/``ask`` call
 ``actor_inbox.put(Envelope)``; ``Envelope`` has ``message`` and ``reply_to``; the stop
 message is ``pykka.messages._ActorStop``.
@@ -34,7 +40,7 @@ from pykka.messages import _ActorStop
 
 from snodo.supervision.reasons import ActorDead, Down, Exit, InboxFull, Reason
 
-__all__ = ["CONTROL_TYPES", "Inbox", "KillSignal", "StopSignal", "reject"]
+__all__ = ["CONTROL_TYPES", "BaseInbox", "Inbox", "KillSignal", "StopSignal", "reject"]
 
 
 @dataclass(frozen=True)
@@ -63,15 +69,14 @@ def reject(envelope: Envelope[Any], name: str) -> None:
     envelope.reply_to.set_exception((type(error), error, None))
 
 
-class Inbox:
-    """Bounded FIFO inbox with an unbounded control lane and an atomic close."""
+class BaseInbox:
+    """Bounded FIFO with an unbounded control lane and an atomic close; no consumer wait."""
 
     __slots__ = (
         "_closed",
         "_counted",
         "_items",
         "_lock",
-        "_not_empty",
         "_not_full",
         "maxsize",
         "name",
@@ -83,11 +88,34 @@ class Inbox:
         self.put_timeout = put_timeout
         self.name = name
         self._lock = threading.Lock()
-        self._not_empty = threading.Condition(self._lock)
-        self._not_full = threading.Condition(self._lock)
+        self._not_full: threading.Condition | None = None  # made by the first waiting sender
         self._items: deque[Envelope[Any]] = deque()
         self._counted = 0  # user messages in _items (control messages do not count)
         self._closed = False
+
+    # -- the consumer's side, overridden by subclasses ------------------------------------
+
+    def _ready(self) -> bool:
+        """Called under the lock after an envelope was queued; True: call ``_schedule``."""
+        return False
+
+    def _schedule(self) -> None:
+        """Called after the lock is released when ``_ready`` returned True."""
+
+    def _pop(self) -> Envelope[Any]:
+        """Take the oldest envelope (under the lock, ``_items`` not empty)."""
+        envelope = self._items.popleft()
+        if not isinstance(envelope.message, CONTROL_TYPES):
+            self._counted -= 1
+            if self._not_full is not None:
+                self._not_full.notify()
+        return envelope
+
+    def _room_for_all(self) -> None:
+        if self._not_full is not None:
+            self._not_full.notify_all()
+
+    # -- the senders' side ----------------------------------------------------------------
 
     def put(self, envelope: Envelope[Any], /, timeout: float | None = None) -> None:
         """Queue ``envelope``; block at most ``timeout`` (default ``put_timeout``) if full.
@@ -108,13 +136,21 @@ class Inbox:
                             f" for {wait} s"
                         )
                         raise InboxFull(msg)
+                    if self._not_full is None:
+                        self._not_full = threading.Condition(self._lock)
                     self._not_full.wait(remaining)
             if not self._closed:
                 self._items.append(envelope)
                 if not control:
                     self._counted += 1
-                self._not_empty.notify()
-                return
+                wake = self._ready()
+                closed = False
+            else:
+                closed = True
+        if not closed:
+            if wake:
+                self._schedule()
+            return
         if envelope.reply_to is None:
             msg = f"{self.name} is not running"
             raise ActorDead(msg)
@@ -126,19 +162,10 @@ class Inbox:
             if self._closed:
                 return False
             self._items.append(envelope)
-            self._not_empty.notify()
-            return True
-
-    def get(self) -> Envelope[Any]:
-        """Take the oldest envelope, waiting for one (the actor's idle wait)."""
-        with self._lock:
-            while not self._items:
-                self._not_empty.wait()
-            envelope = self._items.popleft()
-            if not isinstance(envelope.message, CONTROL_TYPES):
-                self._counted -= 1
-                self._not_full.notify()
-            return envelope
+            wake = self._ready()
+        if wake:
+            self._schedule()
+        return True
 
     def empty(self) -> bool:
         """True when nothing is queued."""
@@ -162,7 +189,7 @@ class Inbox:
             left = list(self._items)
             self._items.clear()
             self._counted = 0
-            self._not_full.notify_all()
+            self._room_for_all()
             return left
 
     def kill(self, envelope: Envelope[Any]) -> list[Envelope[Any]] | None:
@@ -183,6 +210,29 @@ class Inbox:
             self._items.append(envelope)
             self._items.extend(stops)
             self._counted = 0
-            self._not_empty.notify()
-            self._not_full.notify_all()
-            return dropped
+            wake = self._ready()
+            self._room_for_all()
+        if wake:
+            self._schedule()
+        return dropped
+
+
+class Inbox(BaseInbox):
+    """A thread actor's inbox: ``get`` blocks the actor's thread until an envelope comes."""
+
+    __slots__ = ("_not_empty",)
+
+    def __init__(self, maxsize: int, put_timeout: float, name: str) -> None:
+        super().__init__(maxsize, put_timeout, name)
+        self._not_empty = threading.Condition(self._lock)
+
+    def _ready(self) -> bool:
+        self._not_empty.notify()
+        return False
+
+    def get(self) -> Envelope[Any]:
+        """Take the oldest envelope, waiting for one (the actor's idle wait)."""
+        with self._lock:
+            while not self._items:
+                self._not_empty.wait()
+            return self._pop()

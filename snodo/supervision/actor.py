@@ -115,6 +115,7 @@ A = TypeVar("A", bound=pykka.Actor)
 T = TypeVar("T")
 
 _ExcInfo = tuple[type[BaseException], BaseException, "TracebackType | None"]
+_Ending = tuple[Reason, "_ExcInfo | None"]  # an exit reason, and the failure if own code raised
 
 _logger = get_logger("snodo.supervision")
 _current = threading.local()  # .ref: the snodo actor whose loop runs in this thread/greenlet
@@ -306,76 +307,88 @@ class Actor(pykka.ThreadingActor):
         """Monitor ``other``; its exit arrives as ``on_down`` (see ``monitor``)."""
         return monitor(self.actor_ref, other)
 
-    # -- the loop ------------------------------------------------------------------------
+    # -- the exit semantics, in three steps -----------------------------------------------
+    #
+    # ``_snodo_setup`` (on_start), ``_snodo_handle`` (one envelope) and ``_snodo_terminate``
+    # (the one way out) hold every rule; an actor kind only decides where they run. The
+    # thread actor loops over them in its own thread (``_actor_loop``); a pooled actor
+    # runs them in turns on a shared worker pool (``pooled.py``). Both keep the running
+    # actor in ``current_actor()`` while any of them runs, and turn a ``BaseException``
+    # that escapes them (one thrown into the wait, say) into ``Crash``.
 
     def _actor_loop(self) -> None:
         """Run on_start and the receive loop; every way out goes through ``_snodo_terminate``."""
         _current.ref = self.actor_ref
-        reason: Reason = KILLED
-        failure: _ExcInfo | None = None
+        ending: _Ending = (KILLED, None)
         try:
-            structlog.contextvars.bind_contextvars(actor=type(self).__name__, urn=self.actor_urn)
-            try:
-                self.on_start()
-            except BaseException as exc:
-                reason, failure = Crash(exc), _exc_info(exc)
-            else:
-                reason, failure = self._snodo_receive_loop()
+            found = self._snodo_setup()
+            inbox = self.actor_inbox
+            while found is None:
+                found = self._snodo_handle(inbox.get())
+            ending = found
         except BaseException as exc:  # a GreenletExit thrown into the idle wait, say
-            reason, failure = Crash(exc), _exc_info(exc)
+            ending = (Crash(exc), _exc_info(exc))
         finally:
             try:
-                self._snodo_terminate(reason, failure)
+                self._snodo_terminate(*ending)
             finally:
                 _current.ref = None
 
-    def _snodo_receive_loop(self) -> tuple[Reason, _ExcInfo | None]:
-        inbox = self.actor_inbox
-        while True:
-            envelope = inbox.get()
-            message = envelope.message
-            reply_to = envelope.reply_to
-            if isinstance(message, CONTROL_TYPES):
-                if isinstance(message, _ActorStop):  # Pykka's ref.stop() / self.stop()
-                    if reply_to is not None:
-                        self._snodo_stop_replies.append(reply_to)
-                    return NORMAL, None
-                if isinstance(message, StopSignal):
-                    return message.reason, None
-                if isinstance(message, KillSignal):
-                    return KILLED, None
-                try:
-                    if isinstance(message, Exit):
-                        ending = self._snodo_handle_exit(message)
-                    else:
-                        self._snodo_handle_down(cast("Down", message))
-                        ending = None
-                except BaseException as exc:
-                    return Crash(exc), _exc_info(exc)
+    def _snodo_setup(self) -> _Ending | None:
+        """Bind the log context and run ``on_start``; the actor's ending if it failed."""
+        try:
+            structlog.contextvars.bind_contextvars(actor=type(self).__name__, urn=self.actor_urn)
+            self.on_start()
+        except BaseException as exc:
+            return Crash(exc), _exc_info(exc)
+        return None
+
+    def _snodo_handle(self, envelope: Envelope[Any]) -> _Ending | None:
+        """Handle one envelope; the actor's ending if it must end now, else None."""
+        message = envelope.message
+        reply_to = envelope.reply_to
+        if isinstance(message, CONTROL_TYPES):
+            if isinstance(message, _ActorStop):  # Pykka's ref.stop() / self.stop()
                 if reply_to is not None:
-                    reply_to.set(None)
-                if ending is not None:
-                    return ending, None
-                continue
+                    self._snodo_stop_replies.append(reply_to)
+                return NORMAL, None
+            if isinstance(message, StopSignal):
+                return message.reason, None
+            if isinstance(message, KillSignal):
+                return KILLED, None
             try:
-                if isinstance(message, _Call):
-                    result = message.fn(self)
+                if isinstance(message, Exit):
+                    ending = self._snodo_handle_exit(message)
                 else:
-                    result = self._handle_receive(message)
-            except Exception as exc:
-                if reply_to is None:
-                    return Crash(exc), _exc_info(exc)
-                reply_to.set_exception()  # an ask: the caller gets it, the actor lives on
+                    self._snodo_handle_down(cast("Down", message))
+                    ending = None
             except BaseException as exc:
-                if reply_to is not None:
-                    text = f"{self} crashed handling the message: {exc!r}"
-                    crashed = ActorCrashed(text, Crash(exc))
-                    crashed.__cause__ = exc
-                    reply_to.set_exception((ActorCrashed, crashed, None))
                 return Crash(exc), _exc_info(exc)
+            if reply_to is not None:
+                reply_to.set(None)
+            if ending is not None:
+                return ending, None
+            return None
+        try:
+            if isinstance(message, _Call):
+                result = message.fn(self)
             else:
-                if reply_to is not None:
-                    reply_to.set(result)
+                result = self._handle_receive(message)
+        except Exception as exc:
+            if reply_to is None:
+                return Crash(exc), _exc_info(exc)
+            reply_to.set_exception()  # an ask: the caller gets it, the actor lives on
+        except BaseException as exc:
+            if reply_to is not None:
+                text = f"{self} crashed handling the message: {exc!r}"
+                crashed = ActorCrashed(text, Crash(exc))
+                crashed.__cause__ = exc
+                reply_to.set_exception((ActorCrashed, crashed, None))
+            return Crash(exc), _exc_info(exc)
+        else:
+            if reply_to is not None:
+                reply_to.set(result)
+        return None
 
     def _snodo_handle_exit(self, message: Exit) -> Reason | None:
         """Apply a linked actor's exit; returns this actor's exit reason if it must end."""

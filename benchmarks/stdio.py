@@ -1,0 +1,557 @@
+"""stdio ``tools/call`` rates and memory per idle connection: snodo versus the official SDK clients.
+
+    python benchmarks/stdio.py [--calls 2000] [--concurrent-calls 3200] [--rounds 5]
+                               [--connections 100] [--memory-rounds 3]
+
+Every client talks to the same tiny raw server, ``benchmarks/_echo_server.py`` (stdlib json, one
+``echo`` tool), started with this interpreter, so the client is the bottleneck. Clients:
+
+* snodo: ``snodo.connect(snodo.Stdio(python, [_echo_server.py]), protocol=...)``; the concurrent
+  callers are 16 threads sharing the one client.
+* mcp 2.3.0 (the official Python SDK): ``mcp.Client(StdioServerParameters(...))`` inside
+  ``anyio.run``, ``mode="legacy"`` for 2025-11-25 and ``mode="2026-07-28"``; the concurrent callers
+  are 16 anyio tasks on the one session.
+* The TypeScript SDK (``@modelcontextprotocol/sdk``, pinned in benchmarks/ts/package-lock.json):
+  ``node benchmarks/ts/bench.mjs``; the concurrent callers are 16 async workers on one client.
+  ``npm ci`` runs in benchmarks/ts when node_modules is missing; without node or npm the row is
+  skipped with a message.
+
+The comparison protocol is **2025-11-25** (the initialize handshake): the TS SDK 1.x speaks no
+later version, so all three clients do the same work there. snodo and mcp are also measured on
+2026-07-28 (pinned: no probe; every request carries the ``_meta`` envelope), TS has no row there.
+
+Rates: each measurement runs in a fresh subprocess: connect, check one answer, ``--warmup``
+untimed calls, ``--calls`` sequential calls, then ``--concurrent-calls`` calls spread over 16
+concurrent callers. Rounds interleave the cases. Reported: calls/s min / median / max and the
+client's CPU per call (its own process: user + system, all threads; the server is excluded).
+
+Memory: in a fresh subprocess, open one warm-up client and make a call; then open
+``--connections`` more clients, each making one call, and report the client process's RSS delta
+divided by the number of connections (servers are other processes and excluded), with the OS
+threads and file descriptors it holds per connection.
+
+Targets: snodo ahead of both peers on both rates (2025-11-25), and at most 24 KiB of RSS per
+idle connection.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ECHO_SERVER = HERE / "_echo_server.py"
+TS_DIR = HERE / "ts"
+TEXT = "hi"
+CONCURRENCY = 16
+TARGET_KIB_PER_CONNECTION = 24.0
+SHARED = "2025-11-25"  # the protocol all three clients speak
+
+#: case name -> (client, protocol version)
+RATE_CASES: dict[str, tuple[str, str]] = {
+    "snodo 2025-11-25": ("snodo", "2025-11-25"),
+    "mcp 2025-11-25": ("mcp", "2025-11-25"),
+    "ts 2025-11-25": ("ts", "2025-11-25"),
+    "snodo 2026-07-28": ("snodo", "2026-07-28"),
+    "mcp 2026-07-28": ("mcp", "2026-07-28"),
+}
+#: (ours, peer) pairs whose ratios are printed; the first two carry the rate targets.
+RATE_PAIRS = [
+    ("snodo 2025-11-25", "mcp 2025-11-25"),
+    ("snodo 2025-11-25", "ts 2025-11-25"),
+    ("snodo 2026-07-28", "mcp 2026-07-28"),
+]
+TARGET_PAIRS = RATE_PAIRS[:2]
+MEMORY_CASES = ["snodo", "mcp", "ts"]
+
+
+# -- measuring this process --------------------------------------------------------------------
+
+
+def cpu_seconds() -> float:
+    times = os.times()
+    return times.user + times.system
+
+
+def status_field(name: str) -> int:
+    """A number from /proc/self/status (VmRSS is in KiB)."""
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith(name + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"no {name} in /proc/self/status")
+
+
+def footprint() -> dict[str, int]:
+    """RSS in bytes, OS threads and open file descriptors of this process, after a collection."""
+    gc.collect()
+    return {
+        "rss": status_field("VmRSS") * 1024,
+        "threads": status_field("Threads"),
+        "fds": len(os.listdir("/proc/self/fd")),
+    }
+
+
+def server_command() -> tuple[str, list[str]]:
+    return sys.executable, [str(ECHO_SERVER)]
+
+
+# -- the workers (each runs in its own subprocess) ----------------------------------------------
+
+
+def snodo_rates(version: str, calls: int, concurrent_calls: int, warmup: int) -> dict[str, Any]:
+    import snodo
+
+    command, args = server_command()
+    with snodo.connect(snodo.Stdio(command, args), protocol=version) as client:
+
+        def echo() -> Any:
+            return client.call_tool("echo", {"text": TEXT})
+
+        first = echo()
+        assert first["content"][0]["text"] == TEXT, first
+        for _ in range(warmup):
+            echo()
+        cpu, started = cpu_seconds(), time.perf_counter()
+        for _ in range(calls):
+            last = echo()
+        seq_seconds, seq_cpu = time.perf_counter() - started, cpu_seconds() - cpu
+        assert last["content"][0]["text"] == TEXT, last
+
+        share = concurrent_calls // CONCURRENCY
+        gate = threading.Barrier(CONCURRENCY + 1)
+        failures: list[BaseException] = []
+
+        def caller() -> None:
+            gate.wait()
+            try:
+                for _ in range(share):
+                    answer = echo()
+                    assert answer["content"][0]["text"] == TEXT, answer
+            except BaseException as error:
+                failures.append(error)
+
+        threads = [threading.Thread(target=caller) for _ in range(CONCURRENCY)]
+        for thread in threads:
+            thread.start()
+        gate.wait()
+        cpu, started = cpu_seconds(), time.perf_counter()
+        for thread in threads:
+            thread.join()
+        conc_seconds, conc_cpu = time.perf_counter() - started, cpu_seconds() - cpu
+        if failures:
+            raise failures[0]
+        negotiated = client.version
+    return {
+        "seq_seconds": seq_seconds,
+        "seq_cpu": seq_cpu,
+        "conc_seconds": conc_seconds,
+        "conc_calls": share * CONCURRENCY,
+        "conc_cpu": conc_cpu,
+        "negotiated": negotiated,
+    }
+
+
+def _mcp_client(version: str) -> Any:
+    from mcp import Client, StdioServerParameters
+
+    command, args = server_command()
+    mode = "legacy" if version == "2025-11-25" else version
+    return Client(StdioServerParameters(command=command, args=args), mode=mode)
+
+
+def mcp_rates(version: str, calls: int, concurrent_calls: int, warmup: int) -> dict[str, Any]:
+    import anyio
+
+    outcome: dict[str, Any] = {}
+
+    async def session() -> None:
+        async with _mcp_client(version) as client:
+
+            async def echo() -> Any:
+                return await client.call_tool("echo", {"text": TEXT})
+
+            first = await echo()
+            assert getattr(first.content[0], "text", None) == TEXT, first
+            for _ in range(warmup):
+                await echo()
+            cpu, started = cpu_seconds(), time.perf_counter()
+            for _ in range(calls):
+                last = await echo()
+            outcome["seq_seconds"] = time.perf_counter() - started
+            outcome["seq_cpu"] = cpu_seconds() - cpu
+            assert getattr(last.content[0], "text", None) == TEXT, last
+
+            share = concurrent_calls // CONCURRENCY
+
+            async def caller() -> None:
+                for _ in range(share):
+                    answer = await echo()
+                    assert getattr(answer.content[0], "text", None) == TEXT, answer
+
+            cpu, started = cpu_seconds(), time.perf_counter()
+            async with anyio.create_task_group() as group:
+                for _ in range(CONCURRENCY):
+                    group.start_soon(caller)
+            outcome["conc_seconds"] = time.perf_counter() - started
+            outcome["conc_cpu"] = cpu_seconds() - cpu
+            outcome["conc_calls"] = share * CONCURRENCY
+            outcome["negotiated"] = client.session.protocol_version
+
+    anyio.run(session)
+    return outcome
+
+
+def snodo_memory(connections: int) -> dict[str, Any]:
+    import snodo
+
+    command, args = server_command()
+    clients = []
+    try:
+        warm = snodo.connect(snodo.Stdio(command, args), protocol=SHARED)
+        clients.append(warm)
+        assert warm.call_tool("echo", {"text": TEXT})["content"][0]["text"] == TEXT
+        before = footprint()
+        started = time.perf_counter()
+        for _ in range(connections):
+            client = snodo.connect(snodo.Stdio(command, args), protocol=SHARED)
+            clients.append(client)
+            assert client.call_tool("echo", {"text": TEXT})["content"][0]["text"] == TEXT
+        opened = time.perf_counter() - started
+        after = footprint()
+    finally:
+        closing = time.perf_counter()
+        for client in clients:
+            client.close()
+    closed = time.perf_counter() - closing
+    return {"before": before, "after": after, "open_seconds": opened, "close_seconds": closed}
+
+
+def mcp_memory(connections: int) -> dict[str, Any]:
+    from contextlib import AsyncExitStack
+
+    import anyio
+
+    outcome: dict[str, Any] = {}
+
+    async def sessions() -> None:
+        stack = AsyncExitStack()
+        try:
+            warm = await stack.enter_async_context(_mcp_client(SHARED))
+            assert getattr((await warm.call_tool("echo", {"text": TEXT})).content[0], "text", None)
+            outcome["before"] = footprint()
+            started = time.perf_counter()
+            for _ in range(connections):
+                client = await stack.enter_async_context(_mcp_client(SHARED))
+                answer = await client.call_tool("echo", {"text": TEXT})
+                assert getattr(answer.content[0], "text", None) == TEXT, answer
+            outcome["open_seconds"] = time.perf_counter() - started
+            outcome["after"] = footprint()
+        finally:
+            closing = time.perf_counter()
+            await stack.aclose()
+            outcome["close_seconds"] = time.perf_counter() - closing
+
+    anyio.run(sessions)
+    return outcome
+
+
+def worker(kind: str, case: str, args: argparse.Namespace) -> int:
+    outcome: dict[str, Any]
+    if kind == "rates":
+        client, version = RATE_CASES[case]
+        run = snodo_rates if client == "snodo" else mcp_rates
+        outcome = run(version, args.calls, args.concurrent_calls, args.warmup)
+    else:
+        outcome = (
+            snodo_memory(args.connections) if case == "snodo" else mcp_memory(args.connections)
+        )
+    print(json.dumps(outcome))
+    return 0
+
+
+# -- the TypeScript client ----------------------------------------------------------------------
+
+
+def ts_ready() -> str | None:
+    """None when ``node benchmarks/ts/bench.mjs`` can run (``npm ci`` first if needed); else why not."""
+    if shutil.which("node") is None:
+        return "node is not installed"
+    if (TS_DIR / "node_modules" / "@modelcontextprotocol" / "sdk").is_dir():
+        return None
+    if shutil.which("npm") is None:
+        return "npm is not installed (needed once for npm ci in benchmarks/ts)"
+    try:
+        done = subprocess.run(
+            ["npm", "ci", "--no-audit", "--no-fund"],
+            cwd=TS_DIR,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return "npm ci in benchmarks/ts timed out"
+    if done.returncode != 0:
+        lines = done.stderr.strip().splitlines() or [f"exit status {done.returncode}"]
+        return f"npm ci in benchmarks/ts failed: {lines[-1]}"
+    return None
+
+
+def ts_command(kind: str, args: argparse.Namespace) -> list[str]:
+    command, server_args = server_command()
+    script = str(TS_DIR / "bench.mjs")
+    if kind == "rates":
+        counts = [args.calls, args.concurrent_calls, args.warmup, CONCURRENCY]
+        return ["node", script, "rates", *map(str, counts), command, *server_args]
+    return ["node", "--expose-gc", script, "memory", str(args.connections), command, *server_args]
+
+
+# -- the driver ---------------------------------------------------------------------------------
+
+
+def machine() -> str:
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return (
+        f"{model}, {os.cpu_count()} cores; Python {platform.python_version()} "
+        f"({platform.python_implementation()}) on {platform.system()} {platform.release()}"
+    )
+
+
+def version_of(distribution: str) -> str:
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def ts_sdk_version() -> str:
+    try:
+        with open(TS_DIR / "node_modules/@modelcontextprotocol/sdk/package.json") as package:
+            return str(json.load(package)["version"])
+    except (OSError, ValueError, KeyError):
+        return "not installed"
+
+
+def node_version() -> str:
+    if shutil.which("node") is None:
+        return "not installed"
+    done = subprocess.run(["node", "--version"], capture_output=True, text=True, check=False)
+    return done.stdout.strip() or "unknown"
+
+
+def last_error(stderr: str, status: int) -> str:
+    """The exception line of a traceback (exception groups included), or the last line."""
+    lines = [line.strip(" |") for line in stderr.strip().splitlines()]
+    for line in reversed(lines):
+        if re.match(r"^[\w.]*(Error|Exception|Exit)\b", line):
+            return line
+    return next((line for line in reversed(lines) if line), f"exit status {status}")
+
+
+def run_json(command: list[str]) -> dict[str, Any] | str:
+    """Run one measurement; its last stdout line as JSON, or an error text."""
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    except subprocess.TimeoutExpired:
+        return "timed out after 600 s"
+    if done.returncode != 0:
+        return last_error(done.stderr, done.returncode)
+    try:
+        return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+    except (ValueError, IndexError):
+        return f"unreadable output: {done.stdout.strip()[-200:]!r}"
+
+
+def measure(kind: str, case: str, args: argparse.Namespace) -> dict[str, Any] | str:
+    client = RATE_CASES[case][0] if kind == "rates" else case
+    if client == "ts":
+        return run_json(ts_command(kind, args))
+    command = [sys.executable, __file__, "--worker", kind, case]
+    command += ["--calls", str(args.calls), "--concurrent-calls", str(args.concurrent_calls)]
+    command += ["--warmup", str(args.warmup), "--connections", str(args.connections)]
+    return run_json(command)
+
+
+def spread(samples: Sequence[float], fmt: Callable[[float], str]) -> str:
+    return " / ".join(fmt(v) for v in (min(samples), statistics.median(samples), max(samples)))
+
+
+def report_rates(args: argparse.Namespace, skipped: dict[str, str]) -> bool:
+    """Measure and print the rates; True if a snodo case failed."""
+    cases = [c for c in RATE_CASES if RATE_CASES[c][0] not in skipped]
+    seq: dict[str, list[float]] = {c: [] for c in cases}
+    conc: dict[str, list[float]] = {c: [] for c in cases}
+    seq_cpu: dict[str, list[float]] = {c: [] for c in cases}
+    conc_cpu: dict[str, list[float]] = {c: [] for c in cases}
+    negotiated: dict[str, str] = {}
+    errors: dict[str, str] = {}
+    for _ in range(args.rounds):
+        for case in cases:
+            if case in errors:
+                continue
+            got = measure("rates", case, args)
+            if isinstance(got, str):
+                errors[case] = got
+                continue
+            seq[case].append(args.calls / got["seq_seconds"])
+            conc[case].append(got["conc_calls"] / got["conc_seconds"])
+            seq_cpu[case].append(got["seq_cpu"] / args.calls * 1e6)
+            conc_cpu[case].append(got["conc_cpu"] / got["conc_calls"] * 1e6)
+            negotiated[case] = str(got["negotiated"])
+
+    print(
+        f"{'case':<17} {'negotiated':<11} {'sequential calls/s min / median / max':>37} "
+        f"{'µs cpu':>7}  {'16 concurrent calls/s min / median / max':>40} {'µs cpu':>7}"
+    )
+    medians: dict[str, tuple[float, float]] = {}
+    for case in RATE_CASES:
+        client = RATE_CASES[case][0]
+        if client in skipped:
+            print(f"{case:<17} skipped: {skipped[client]}")
+            continue
+        if case in errors:
+            print(f"{case:<17} failed: {errors[case]}")
+            continue
+        medians[case] = (statistics.median(seq[case]), statistics.median(conc[case]))
+        print(
+            f"{case:<17} {negotiated[case]:<11} {spread(seq[case], lambda v: f'{v:,.0f}'):>37} "
+            f"{statistics.median(seq_cpu[case]):7.0f}  "
+            f"{spread(conc[case], lambda v: f'{v:,.0f}'):>40} "
+            f"{statistics.median(conc_cpu[case]):7.0f}"
+        )
+
+    print()
+    for ours, peer in RATE_PAIRS:
+        if ours not in medians or peer not in medians:
+            print(f"ratio {ours} / {peer}: n/a")
+            continue
+        ratios = [medians[ours][i] / medians[peer][i] for i in (0, 1)]
+        line = f"ratio {ours} / {peer}: sequential {ratios[0]:.2f}x, concurrent {ratios[1]:.2f}x"
+        if (ours, peer) in TARGET_PAIRS:
+            verdict = "met" if min(ratios) > 1.0 else "NOT met"
+            line += f" (target > 1x on both: {verdict})"
+        print(line)
+    return any(RATE_CASES[case][0] == "snodo" for case in errors)
+
+
+def report_memory(args: argparse.Namespace, skipped: dict[str, str]) -> bool:
+    """Measure and print memory per idle connection; True if the snodo case failed."""
+    n = args.connections
+    print(
+        f"\nmemory per idle connection: {n} connections each after one call, client process only "
+        f"(median of {args.memory_rounds} runs)\n"
+    )
+    print(
+        f"{'client':<7} {'RSS delta':>10} {'KiB/conn':>9} {'threads/conn':>13} {'fds/conn':>9} "
+        f"{'open s':>7} {'close s':>8}"
+    )
+    per_connection: dict[str, float] = {}
+    failed = False
+    for case in MEMORY_CASES:
+        if case in skipped:
+            print(f"{case:<7} skipped: {skipped[case]}")
+            continue
+        runs: list[dict[str, Any]] = []
+        error = None
+        for _ in range(args.memory_rounds):
+            got = measure("memory", case, args)
+            if isinstance(got, str):
+                error = got
+                break
+            runs.append(got)
+        if error is not None:
+            print(f"{case:<7} failed: {error}")
+            failed = failed or case == "snodo"
+            continue
+        if case == "ts":  # node reports RSS only
+            deltas = [r["rss_after"] - r["rss_before"] for r in runs]
+            threads = fds = opened = closed = "-"
+        else:
+            deltas = [r["after"]["rss"] - r["before"]["rss"] for r in runs]
+            threads = f"{statistics.median((r['after']['threads'] - r['before']['threads']) / n for r in runs):.2f}"
+            fds = f"{statistics.median((r['after']['fds'] - r['before']['fds']) / n for r in runs):.2f}"
+            opened = f"{statistics.median(r['open_seconds'] for r in runs):.2f}"
+            closed = f"{statistics.median(r['close_seconds'] for r in runs):.2f}"
+        delta = statistics.median(deltas)
+        per_connection[case] = delta / n / 1024
+        print(
+            f"{case:<7} {delta / 2**20:>6.1f} MiB {per_connection[case]:9.1f} {threads:>13} "
+            f"{fds:>9} {opened:>7} {closed:>8}"
+        )
+    print()
+    if "snodo" in per_connection:
+        kib = per_connection["snodo"]
+        verdict = "met" if kib <= TARGET_KIB_PER_CONNECTION else "NOT met"
+        print(
+            f"target snodo <= {TARGET_KIB_PER_CONNECTION:.0f} KiB per idle connection: "
+            f"{verdict} ({kib:.1f} KiB)"
+        )
+        for peer in ("mcp", "ts"):
+            if peer in per_connection and kib > 0:
+                print(f"ratio {peer} / snodo per connection: {per_connection[peer] / kib:.2f}x")
+    return failed
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=2000, help="timed sequential calls per round")
+    parser.add_argument(
+        "--concurrent-calls", type=int, default=3200, help="timed calls over 16 callers per round"
+    )
+    parser.add_argument("--warmup", type=int, default=200, help="untimed calls first")
+    parser.add_argument("--rounds", type=int, default=5, help="rate rounds (one subprocess each)")
+    parser.add_argument("--connections", type=int, default=100, help="idle connections to hold")
+    parser.add_argument("--memory-rounds", type=int, default=3, help="memory runs per client")
+    parser.add_argument("--skip-ts", action="store_true", help="leave the TypeScript client out")
+    parser.add_argument("--worker", nargs=2, metavar=("KIND", "CASE"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        return worker(args.worker[0], args.worker[1], args)
+
+    skipped: dict[str, str] = {}
+    why_not = "--skip-ts" if args.skip_ts else ts_ready()
+    if why_not is not None:
+        skipped["ts"] = why_not
+
+    print("stdio tools/call round trips against benchmarks/_echo_server.py (raw, stdlib json)")
+    print(f"machine: {machine()}")
+    print(
+        f"snodo {version_of('snodo')}, mcp {version_of('mcp')}, "
+        f"@modelcontextprotocol/sdk {ts_sdk_version()} (node {node_version()})"
+    )
+    print(
+        f"{args.rounds} rounds x ({args.calls} sequential calls, then {args.concurrent_calls} calls "
+        f"over {CONCURRENCY} concurrent callers) after {args.warmup} warm-up calls; "
+        f"comparison protocol {SHARED}"
+    )
+    print("µs cpu: the client process's CPU time per call (median)\n")
+    rates_failed = report_rates(args, skipped)
+    memory_failed = report_memory(args, skipped)
+    return 1 if rates_failed or memory_failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,65 @@
+"""Short-lived tasks that can be interrupted: a thread, or a greenlet under gevent.
+
+Handlers of server-to-client requests run as tasks so that closing a connection can stop them.
+A greenlet is killed with an ``Exception`` subclass (never ``GreenletExit``, which Pykka treats as
+fatal). A thread cannot be killed; it gets an asynchronous exception, delivered when it next runs
+Python code (a thread blocked inside a C call is interrupted when that call returns).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from snodo.supervision import green_mode
+
+
+class TaskCancelled(Exception):
+    """Raised inside a task whose owner (a closing connection) stopped it."""
+
+
+class Task:
+    """A running function with ``interrupt``, ``join`` and ``is_alive``."""
+
+    def __init__(self, fn: Callable[[], None], name: str) -> None:
+        self._glet: Any = None
+        self._thread: threading.Thread | None = None
+        if green_mode():
+            import gevent
+
+            self._glet = gevent.spawn(fn)
+            self._glet.name = name
+        else:
+            self._thread = threading.Thread(target=fn, name=name, daemon=True)
+            self._thread.start()
+
+    def is_alive(self) -> bool:
+        if self._glet is not None:
+            return not self._glet.dead
+        assert self._thread is not None
+        return self._thread.is_alive()
+
+    def interrupt(self) -> None:
+        """Raise ``TaskCancelled`` inside the task (best effort for threads)."""
+        if self._glet is not None:
+            self._glet.kill(TaskCancelled, block=False)
+            return
+        assert self._thread is not None
+        ident = self._thread.ident
+        if ident is None or not self._thread.is_alive() or "PyPy" in sys.version:
+            return
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(
+            ctypes.c_ulong(ident), ctypes.py_object(TaskCancelled)
+        )
+
+    def join(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for the end; True when it has ended."""
+        if self._glet is not None:
+            self._glet.join(timeout)
+            return bool(self._glet.dead)
+        assert self._thread is not None
+        self._thread.join(timeout)
+        return not self._thread.is_alive()

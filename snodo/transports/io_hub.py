@@ -1,0 +1,172 @@
+"""One shared I/O thread for every stdio connection in the process.
+
+An idle Python thread costs ~16 KiB of RSS; a daemon holding hundreds of stdio servers cannot
+afford a reader thread (or two, with stderr) per connection. The hub waits on every registered
+descriptor with one selector (gevent's cooperative selector when the application is patched) and
+hands the bytes to the connection's callbacks, which run on the hub and must not block. The thread
+starts with the first registration and ends when the last descriptor is removed.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import selectors
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from snodo._log import get_logger
+
+_log = get_logger("snodo.transports.io_hub")
+
+#: Bytes read per readiness event (a pipe holds 64 KiB; more gives a callback more lines at once).
+READ_SIZE = 256 * 1024
+
+
+@dataclass(slots=True)
+class _Watch:
+    on_data: Callable[[bytes], None] | None  # None: readiness only (a pidfd), fires once
+    on_eof: Callable[[], None]
+
+
+class IoHub:
+    """Reads registered non-blocking descriptors and calls back on the hub thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending: list[tuple[str, int, _Watch | None]] = []
+        self._watches: dict[int, _Watch] = {}
+        self._thread: threading.Thread | None = None
+        self._wake_r, self._wake_w = -1, -1
+
+    def watch(self, fd: int, on_data: Callable[[bytes], None], on_eof: Callable[[], None]) -> None:
+        """Call ``on_data(chunk)`` for bytes read from ``fd`` and ``on_eof()`` once at its end."""
+        with self._lock:
+            self._pending.append(("add", fd, _Watch(on_data, on_eof)))
+            self._ensure_running()
+            self._wake()
+
+    def watch_ready(self, fd: int, on_ready: Callable[[], None]) -> None:
+        """Call ``on_ready()`` once when ``fd`` becomes readable (a pidfd: the process exited)."""
+        with self._lock:
+            self._pending.append(("add", fd, _Watch(None, on_ready)))
+            self._ensure_running()
+            self._wake()
+
+    def unwatch(self, fd: int) -> None:
+        """Stop reading ``fd`` (its callbacks may still run once if a read is under way)."""
+        with self._lock:
+            if self._thread is None:
+                return
+            self._pending.append(("remove", fd, None))
+            self._wake()
+
+    @property
+    def thread(self) -> threading.Thread | None:
+        return self._thread
+
+    def _ensure_running(self) -> None:
+        if self._thread is not None:
+            return
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self._thread = threading.Thread(target=self._run, name="snodo-io-hub", daemon=True)
+        self._thread.start()
+
+    def _wake(self) -> None:
+        try:
+            os.write(self._wake_w, b"x")
+        except BlockingIOError:
+            pass  # a wake-up is already pending
+
+    def _apply_pending(self, selector: selectors.BaseSelector) -> bool:
+        """Apply registrations; False when nothing is left to watch (the thread then ends)."""
+        with self._lock:
+            pending, self._pending = self._pending, []
+            for action, fd, entry in pending:
+                if action == "add" and entry is not None:
+                    self._watches[fd] = entry
+                    try:
+                        selector.register(fd, selectors.EVENT_READ, entry)
+                    except (KeyError, ValueError, OSError):
+                        self._watches.pop(fd, None)
+                        _log.warning("cannot watch descriptor", fd=fd)
+                elif action == "remove" and self._watches.pop(fd, None) is not None:
+                    try:
+                        selector.unregister(fd)
+                    except (KeyError, ValueError, OSError):
+                        pass
+            if self._watches:
+                return True
+            # Nothing left: end the thread while holding the lock, so a racing watch() starts a
+            # new one.
+            self._thread = None
+            os.close(self._wake_r)
+            os.close(self._wake_w)
+            self._wake_r = self._wake_w = -1
+            return False
+
+    def _run(self) -> None:
+        selector = selectors.DefaultSelector()
+        wake_r = self._wake_r
+        selector.register(wake_r, selectors.EVENT_READ, None)
+        try:
+            while self._apply_pending(selector):
+                for key, _ in selector.select(timeout=5.0):
+                    if key.data is None:
+                        try:
+                            while os.read(wake_r, 4096):
+                                pass
+                        except BlockingIOError:
+                            pass
+                        continue
+                    self._read(selector, key.fd, key.data)
+        finally:
+            selector.close()
+
+    def _read(self, selector: selectors.BaseSelector, fd: int, entry: _Watch) -> None:
+        if self._watches.get(fd) is not entry:
+            return  # removed since the select returned
+        if entry.on_data is None:
+            self._forget(selector, fd, entry)
+            self._call(entry.on_eof)
+            return
+        try:
+            chunk = os.read(fd, READ_SIZE)
+        except BlockingIOError:
+            return
+        except OSError as exc:
+            chunk = b""
+            if exc.errno not in (errno.EBADF, errno.EIO, errno.EPIPE):
+                _log.warning("read failed", fd=fd, error=str(exc))
+        if chunk:
+            self._call(entry.on_data, chunk)
+            return
+        self._forget(selector, fd, entry)
+        self._call(entry.on_eof)
+
+    def _forget(self, selector: selectors.BaseSelector, fd: int, entry: _Watch) -> None:
+        with self._lock:
+            if self._watches.get(fd) is entry:
+                del self._watches[fd]
+                try:
+                    selector.unregister(fd)
+                except (KeyError, ValueError, OSError):
+                    pass
+
+    @staticmethod
+    def _call(callback: Callable[..., None], *args: bytes) -> None:
+        try:
+            callback(*args)
+        except Exception:  # one connection's bug must not stop every other connection
+            _log.exception("I/O callback failed")
+
+
+_hub = IoHub()
+
+
+def hub() -> IoHub:
+    """The process-wide hub."""
+    return _hub

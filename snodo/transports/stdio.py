@@ -1,0 +1,524 @@
+"""The stdio transport: an MCP server as a child process speaking JSON-RPC lines.
+
+Per connection: the child process (its own process group), a ``ConnectionOwner`` actor under the
+root's connections supervisor (the supervision anchor: lifecycle events, owner death), and a
+bounded pool for the requests the server sends the client. Reading is done by the process-wide
+I/O hub (``io_hub``): an idle connection holds no thread of its own.
+
+The hot path is one hand-off: the caller writes its request line itself and waits on its own
+inbox; the hub decodes the response and puts it straight into that inbox (architecture §3 allows
+a reader to complete a pending request directly; see docs/decisions/0008-stdio-io-hub.md).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import queue
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from snodo._log import get_logger
+from snodo._tasks import Task, TaskCancelled
+from snodo.protocol import errors, jsonrpc
+from snodo.protocol.errors import McpError
+from snodo.protocol.framing import LineFramer, Oversized
+from snodo.supervision import Actor, ChildSpec, Owner, Watch, watch
+from snodo.transports import process
+from snodo.transports.base import RequestOptions, ServerRequestHandler
+from snodo.transports.io_hub import READ_SIZE, hub
+
+_log = get_logger("snodo.transports.stdio")
+
+#: Largest stderr line kept for the log (longer ones are cut).
+STDERR_LINE_BYTES = 8 * 1024
+#: Progress reports waiting for a slow caller; beyond this they are dropped (and logged).
+MAX_QUEUED_PROGRESS = 1024
+#: How long a write of one message may block on a server that does not read its stdin.
+WRITE_TIMEOUT = 30.0
+#: Bounds on close(): graceful exit after stdin closes, then after SIGTERM (then SIGKILL).
+CLOSE_GRACE = 2.0
+TERM_WAIT = 2.0
+
+_connection_ids = itertools.count(1)
+
+
+@dataclass(frozen=True, slots=True)
+class Stdio:
+    """A stdio server target: ``snodo.connect(snodo.Stdio("python", ["server.py"]))``."""
+
+    command: str
+    args: tuple[str, ...] = ()
+
+    def __init__(self, command: str, args: Sequence[str] = ()) -> None:
+        if not isinstance(command, str) or not command:
+            raise ValueError("Stdio needs a command")
+        if isinstance(args, str) or not all(isinstance(a, str) for a in args):
+            raise TypeError("Stdio args must be a sequence of strings")
+        object.__setattr__(self, "command", command)
+        object.__setattr__(self, "args", tuple(args))
+
+
+class _Call:
+    """One request waiting for its response; the hub fills ``inbox``."""
+
+    __slots__ = ("inbox", "queued_progress")
+
+    def __init__(self) -> None:
+        self.inbox: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+        self.queued_progress = 0
+
+
+class ConnectionOwner(Actor):
+    """Supervision anchor of one stdio connection: it ends when the connection closes, and
+    closing it (a supervisor shutdown, a link) closes the connection."""
+
+    def __init__(self, connection: StdioTransport) -> None:
+        super().__init__()
+        self._connection = connection
+
+    def on_receive(self, message: Any) -> Any:
+        return None
+
+    def on_stop(self) -> None:
+        self._connection._close_async("the connection owner stopped")
+
+    def on_failure(self, *exc_info: Any) -> None:
+        self._connection._close_async("the connection owner crashed")
+
+
+class StdioTransport:
+    """A running stdio server and the client's side of its JSON-RPC stream."""
+
+    def __init__(
+        self,
+        target: Stdio,
+        *,
+        env: Mapping[str, str | None] | None = None,
+        cwd: str | None = None,
+        max_line_bytes: int = 16 * 1024 * 1024,
+        max_server_requests: int = 16,
+        on_server_request: ServerRequestHandler | None = None,
+        owner: Owner | None = None,
+    ) -> None:
+        self.target = target
+        self._framer = LineFramer(max_line_bytes)
+        self._stderr_framer = LineFramer(STDERR_LINE_BYTES)
+        self._pending: dict[Any, _Call] = {}
+        self._lock = threading.Lock()
+        self._write_lock = threading.Lock()
+        self._lost: McpError | None = None
+        self._closed = False
+        self._close_started = False
+        self._close_done = threading.Event()
+        self._answer = on_server_request
+        self._handlers = _HandlerPool(max_server_requests)
+        self._child = process.spawn(target.command, target.args, env=env, cwd=cwd)
+        self.name = f"stdio-{next(_connection_ids)}-{self._child.pid}"
+        self._owner_ref: Any = None
+        self._watch: Watch | None = None
+        try:
+            io = hub()
+            io.watch(self._child.stdout, self._on_stdout, self._on_stdout_eof)
+            io.watch(self._child.stderr, self._on_stderr, self._on_stderr_eof)
+            if self._child.pidfd is not None:
+                io.watch_ready(self._child.pidfd, self._on_exit)
+            self._owner_ref = _start_owner(self)
+            if owner is not None:
+                self._watch = watch(owner, self._on_owner_down)
+        except BaseException:
+            self.close()
+            raise
+
+    # -- what it is ------------------------------------------------------------------------
+
+    @property
+    def pid(self) -> int:
+        """The server's process id (also its process group id)."""
+        return self._child.pid
+
+    @property
+    def owner_ref(self) -> Any:
+        return self._owner_ref
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __repr__(self) -> str:
+        return f"<StdioTransport {self.name} {' '.join(self._child.argv)}>"
+
+    # -- Transport protocol ------------------------------------------------------------------
+
+    def request(self, message: dict[str, Any], options: RequestOptions) -> dict[str, Any]:
+        """Write ``message`` and wait for its response, delivering progress on the way."""
+        request_id = message["id"]
+        call = _Call()
+        with self._lock:
+            if self._lost is not None:
+                raise _copy(self._lost)
+            self._pending[request_id] = call
+        started = time.monotonic()
+        try:
+            self._write(message, started + WRITE_TIMEOUT)
+            return self._await(request_id, call, options, started)
+        finally:
+            with self._lock:
+                self._pending.pop(request_id, None)
+
+    def notify(self, message: dict[str, Any], options: RequestOptions) -> None:
+        """Write a notification."""
+        with self._lock:
+            if self._lost is not None:
+                raise _copy(self._lost)
+        self._write(message, time.monotonic() + WRITE_TIMEOUT)
+
+    def close(self) -> None:
+        """Close stdin, then end the process group (SIGTERM, then SIGKILL), within a bound."""
+        with self._lock:
+            starting = not self._close_started
+            self._close_started = True
+            self._closed = True
+            if self._lost is None:
+                self._lost = errors.connection_error("Connection closed", cause=("closed",))
+            calls = list(self._pending.values())
+        if not starting:
+            self._close_done.wait(CLOSE_GRACE + 2 * TERM_WAIT + 5.0)
+            return
+        try:
+            for call in calls:
+                call.inbox.put(("error", self._lost))
+            if self._watch is not None:
+                self._watch.cancel()
+            self._handlers.shutdown()
+            io = hub()
+            io.unwatch(self._child.stdout)
+            io.unwatch(self._child.stderr)
+            if self._child.pidfd is not None:
+                io.unwatch(self._child.pidfd)
+            process.terminate(self._child, grace=CLOSE_GRACE, term_wait=TERM_WAIT)
+            process.close_fds(self._child)
+            if self._owner_ref is not None:
+                _stop_owner(self._owner_ref, self.name)
+        finally:
+            self._close_done.set()
+
+    # -- internals: writing and waiting -------------------------------------------------------
+
+    def _write(self, message: dict[str, Any], deadline: float) -> None:
+        data = jsonrpc.encode_line(message)
+        if not self._write_lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
+            raise errors.connection_error(
+                "Timed out waiting to write to the server", cause=("write_timeout",)
+            )
+        try:
+            process.write_all(self._child.stdin, data, deadline)
+        except BrokenPipeError:
+            raise self._lose(
+                errors.connection_error(
+                    "The server closed its stdin (broken pipe)", cause=("port_exit", "epipe")
+                )
+            ) from None
+        except TimeoutError:
+            raise errors.connection_error(
+                "The server does not read its stdin", cause=("write_timeout",)
+            ) from None
+        except OSError as exc:
+            raise self._lose(
+                errors.connection_error(f"Writing to the server failed: {exc}", cause=("write", str(exc)))
+            ) from None
+        finally:
+            self._write_lock.release()
+
+    def _await(
+        self, request_id: Any, call: _Call, options: RequestOptions, started: float
+    ) -> dict[str, Any]:
+        timeout = options.timeout
+        deadline = None if timeout is None else started + timeout
+        cap = (
+            started + options.max_total_timeout
+            if options.reset_timeout_on_progress and options.max_total_timeout is not None
+            else None
+        )
+        while True:
+            remaining = None
+            if deadline is not None:
+                limit = deadline if cap is None else min(deadline, cap)
+                remaining = limit - time.monotonic()
+                if remaining <= 0:
+                    return self._timed_out(request_id, options, deadline, cap)
+            try:
+                kind, value = call.inbox.get(timeout=remaining)
+            except queue.Empty:
+                continue  # the loop turns the deadline into the timeout error
+            if kind == "response":
+                response: dict[str, Any] = value
+                return response
+            if kind == "error":
+                raise _copy(value)
+            # progress
+            call.queued_progress -= 1
+            if options.on_progress is not None:
+                try:
+                    options.on_progress(value)
+                except BaseException:
+                    self._cancel(request_id, "The client stopped waiting")
+                    raise
+            if options.reset_timeout_on_progress and timeout is not None:
+                deadline = time.monotonic() + timeout
+
+    def _timed_out(
+        self, request_id: Any, options: RequestOptions, deadline: float, cap: float | None
+    ) -> dict[str, Any]:
+        self._cancel(request_id, "Request timed out")
+        if cap is not None and cap <= deadline and options.max_total_timeout is not None:
+            raise errors.max_total_timeout_error(options.max_total_timeout)
+        raise errors.timeout_error(options.timeout or 0.0)
+
+    def _cancel(self, request_id: Any, reason: str) -> None:
+        with self._lock:
+            self._pending.pop(request_id, None)
+            if self._lost is not None:
+                return
+        note = {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": request_id, "reason": reason},
+        }
+        try:
+            self._write(note, time.monotonic() + 1.0)
+        except McpError:
+            pass
+
+    def _lose(self, error: McpError) -> McpError:
+        """The connection is unusable: fail every pending request with ``error``."""
+        with self._lock:
+            if self._lost is None:
+                self._lost = error
+            error = self._lost
+            calls = list(self._pending.values())
+        for call in calls:
+            call.inbox.put(("error", error))
+        return error
+
+    # -- internals: the hub's callbacks (on the hub thread; never block) -----------------------
+
+    def _on_stdout(self, chunk: bytes) -> None:
+        for line in self._framer.feed(chunk):
+            self._on_line(line)
+
+    def _on_line(self, line: bytes | Oversized) -> None:
+        if isinstance(line, Oversized):
+            _log.warning(
+                "refused an oversized line from the server", connection=self.name, size=line.size
+            )
+            return
+        try:
+            message = jsonrpc.decode(line)
+            kind = jsonrpc.classify(message)
+        except jsonrpc.DecodeError as exc:
+            _log.warning(
+                "skipped a line that is not JSON-RPC",
+                connection=self.name,
+                reason=exc.reason,
+                line=line[:200],
+            )
+            return
+        if isinstance(kind, (jsonrpc.Response, jsonrpc.ErrorResponse)):
+            self._on_response(kind.id, message)
+        elif isinstance(kind, jsonrpc.Notification):
+            self._on_notification(kind.method, kind.params)
+        else:
+            self._on_server_request(kind.id, kind.method, kind.params, message)
+
+    def _on_response(self, request_id: Any, message: dict[str, Any]) -> None:
+        with self._lock:
+            call = self._pending.pop(request_id, None)
+        if call is None:
+            _log.info("dropped a response to an unknown id", connection=self.name, id=request_id)
+            return
+        call.inbox.put(("response", message))
+
+    def _on_notification(self, method: str, params: dict[str, Any] | None) -> None:
+        if method == "notifications/progress" and params is not None:
+            token = params.get("progressToken")
+            with self._lock:
+                call = self._pending.get(token) if isinstance(token, (int, str)) else None
+            if call is None:
+                return
+            if call.queued_progress >= MAX_QUEUED_PROGRESS:
+                _log.warning("dropped a progress report for a slow caller", connection=self.name)
+                return
+            call.queued_progress += 1
+            call.inbox.put(("progress", params))
+            return
+        _log.debug("notification", connection=self.name, method=method)
+
+    def _on_server_request(
+        self, request_id: Any, method: str, params: dict[str, Any] | None, message: dict[str, Any]
+    ) -> None:
+        if method == "ping":
+            self._reply_soon(jsonrpc.result_response(request_id, {}))
+            return
+        answer = self._answer
+        if answer is None:
+            self._reply_soon(jsonrpc.error_response(request_id, errors.method_not_found(method)))
+            return
+
+        def run() -> None:
+            try:
+                result = answer(method, params if params is not None else {})
+                reply = jsonrpc.result_response(request_id, result)
+            except McpError as error:
+                reply = jsonrpc.error_response(request_id, error)
+            except Exception as exc:
+                _log.warning("an input handler raised", connection=self.name, method=method)
+                reply = jsonrpc.error_response(
+                    request_id, errors.internal_error(f"Input handler raised: {type(exc).__name__}")
+                )
+            self._reply(reply)
+
+        if not self._handlers.submit(run):
+            self._reply_soon(
+                jsonrpc.error_response(
+                    request_id, errors.internal_error("Too many server requests in flight")
+                )
+            )
+
+    def _reply(self, reply: dict[str, Any]) -> None:
+        try:
+            self._write(reply, time.monotonic() + WRITE_TIMEOUT)
+        except McpError as error:
+            _log.info("could not answer a server request", connection=self.name, error=str(error))
+
+    def _reply_soon(self, reply: dict[str, Any]) -> None:
+        """Answer from the hub without blocking it for long (a short write deadline)."""
+        try:
+            self._write(reply, time.monotonic() + 0.1)
+        except McpError as error:
+            _log.info("could not answer a server request", connection=self.name, error=str(error))
+
+    def _on_stdout_eof(self) -> None:
+        for line in self._framer.flush():
+            self._on_line(line)
+        self._server_gone()
+
+    def _on_exit(self) -> None:
+        # The exit may be seen before the last lines the server wrote: read them first.
+        while True:
+            try:
+                chunk = os.read(self._child.stdout, READ_SIZE)
+            except (BlockingIOError, OSError):
+                break
+            if not chunk:
+                break
+            self._on_stdout(chunk)
+        self._server_gone()
+
+    def _server_gone(self) -> None:
+        """The server exited or closed its stdout: fail pending and later requests at once."""
+        status = process.poll_exit(self._child)
+        if status is None and self._child.pidfd is not None:
+            return  # stdout closed but the process lives on; its exit will be reported
+        cause: tuple[Any, ...] = ("exit_status", status) if status is not None else ("stdout_closed",)
+        message = (
+            f"The server exited with status {status}"
+            if status is not None
+            else "The server closed its stdout"
+        )
+        self._lose(errors.connection_error(message, cause=cause))
+        self._close_async("the server exited")
+
+    def _on_stderr(self, chunk: bytes) -> None:
+        for line in self._stderr_framer.feed(chunk):
+            if isinstance(line, Oversized):
+                continue
+            _log.info("server stderr", connection=self.name, line=line.decode("utf-8", "replace"))
+
+    def _on_stderr_eof(self) -> None:
+        self._stderr_framer.flush()
+
+    def _on_owner_down(self, reason: Any) -> None:
+        self._close_async("the owner ended")
+
+    def _close_async(self, why: str) -> None:
+        """Close from a thread that must not block (the hub, a watcher, the owner actor)."""
+        with self._lock:
+            if self._close_started:
+                return
+        _log.debug("closing", connection=self.name, why=why)
+        threading.Thread(target=self.close, name=f"snodo-close-{self.name}", daemon=True).start()
+
+
+class _HandlerPool:
+    """At most ``limit`` server-request handlers at once, each a task of its own; interrupted
+    when the connection closes."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._running: set[Task] = set()
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def submit(self, fn: Callable[[], None]) -> bool:
+        with self._lock:
+            if self._closed or len(self._running) >= self._limit:
+                return False
+            box: list[Task] = []
+            started = threading.Event()
+
+            def run() -> None:
+                started.wait(5.0)
+                try:
+                    fn()
+                except TaskCancelled:
+                    pass
+                finally:
+                    with self._lock:
+                        self._running.discard(box[0])
+
+            task = Task(run, "snodo-server-request")
+            box.append(task)
+            self._running.add(task)
+        started.set()
+        return True
+
+    def shutdown(self, timeout: float = 2.0) -> None:
+        with self._lock:
+            self._closed = True
+            running = list(self._running)
+        for task in running:
+            task.interrupt()
+        deadline = time.monotonic() + timeout
+        for task in running:
+            task.join(max(0.0, deadline - time.monotonic()))
+
+
+def _copy(error: McpError) -> McpError:
+    return McpError(error.code, error.message, error.data, kind=error.kind, cause=error.cause)
+
+
+def _start_owner(connection: StdioTransport) -> Any:
+    from snodo.supervision import connections, start_child
+
+    spec = ChildSpec(
+        id=connection.name,
+        start=lambda: ConnectionOwner.start(connection),
+        restart="temporary",
+        shutdown=CLOSE_GRACE + 2 * TERM_WAIT + 1.0,
+    )
+    return start_child(connections(), spec)
+
+
+def _stop_owner(ref: Any, name: str) -> None:
+    from snodo.supervision import connections, current_actor, terminate_child
+
+    if current_actor() is ref:
+        return  # closing from the owner's own stop: it is already ending
+    try:
+        terminate_child(connections(), name, timeout=5.0)
+    except Exception:
+        _log.debug("owner already gone", connection=name)
