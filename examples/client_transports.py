@@ -3,7 +3,7 @@
     python examples/client_transports.py            # every leg
     python examples/client_transports.py direct     # only the legs named
 
-For each leg (direct today; stdio and HTTP are one entry each in LEGS when they land) and each
+For each leg (direct and stdio today; HTTP is one more entry in LEGS when it lands) and each
 protocol version, pinned with ``protocol=``, it opens a client and runs: the negotiated version,
 ``server/discover`` (2026-07-28) or the initialize-era session, the lists, a tool call, a call with
 progress, a resource read, a prompt, a completion, the ``deploy`` tool answered by an input handler,
@@ -59,9 +59,18 @@ def open_direct(**options: Any) -> snodo.Client:
     return snodo.direct(build(), **options)
 
 
+EXAMPLES = Path(__file__).resolve().parent
+
+
+def open_stdio(**options: Any) -> snodo.Client:
+    """The same Runtime served by a child process: ``python -m snodo.server MODULE:ATTR``."""
+    server = snodo.Stdio(sys.executable, ["-m", "snodo.server", "example_runtime:runtime"])
+    return snodo.connect(server, cwd=str(EXAMPLES), **options)
+
+
 LEGS: list[Leg] = [
     Leg("direct", open_direct),
-    # Leg("stdio", open_stdio),  # snodo.connect(snodo.Stdio(sys.executable, [...])): a later issue
+    Leg("stdio", open_stdio),
     # Leg("http", open_http),    # snodo.connect(snodo.Http(url)): a later issue
 ]
 

@@ -15,16 +15,13 @@ input handlers answer the rounds; on the initialize era the SDK sends ``elicitat
 
 Besides the conftest's thread/actor leak check, every test here checks that no child process
 (zombies included) or file descriptor outlives it, and test_close_ends_the_server_process checks
-that close() itself ends the server.
+that close() itself ends and reaps the server.
 """
 
 from __future__ import annotations
 
-import os
-import select
 import sys
 import threading
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,11 +38,6 @@ DUAL = SERVERS / "sdk_server.py"
 LEGACY = SERVERS / "sdk_legacy_server.py"
 SERVER_NAME = "snodo-interop-sdk"
 MODERN = "2026-07-28"
-
-#: How long a server process may take to be gone after close() (or a test) returns.
-EXIT_DEADLINE = 10.0
-#: How long the server may take to be reaped once it has exited.
-REAP_DEADLINE = 5.0
 
 MISSING_CLIENT_CAPABILITY = -32021
 
@@ -89,33 +81,6 @@ def _state(pid: int) -> str | None:
             return stat.read().rsplit(")", 1)[1].split()[0]
     except (OSError, IndexError):
         return None
-
-
-def wait_exited(pid: int, timeout: float) -> bool:
-    """Wait (on a pidfd, no polling) until ``pid`` has exited; True if it has."""
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return True
-    try:
-        readable, _, _ = select.select([fd], [], [], timeout)
-        return bool(readable)
-    finally:
-        os.close(fd)
-
-
-def gone(pid: int) -> str | None:
-    """None when ``pid`` exited and was reaped in time; else what is wrong with it."""
-    if not wait_exited(pid, EXIT_DEADLINE):
-        return f"server process {pid} still running {EXIT_DEADLINE} s later"
-    # Reaping is snodo's (the parent's) job and gives no event to wait on: look again, bounded.
-    deadline = time.monotonic() + REAP_DEADLINE
-    pause = threading.Event()
-    while _state(pid) is not None:
-        if time.monotonic() >= deadline:
-            return f"server process {pid} exited but was not reaped (state {_state(pid)})"
-        pause.wait(0.01)
-    return None
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -500,16 +465,15 @@ def test_2026_input_required_rounds_by_hand(server: Path) -> None:
 
 
 def test_close_ends_the_server_process(case: Case) -> None:
-    """The client: close() ends the server process (exited and reaped) and later calls fail
-    with -32000."""
+    """The client: close() returns once the server process has exited and been reaped
+    (docs/decisions/0008), and later calls fail with -32000."""
     client = open_client(case)
     result = client.call_tool("pid", {})
     assert isinstance(result, dict)
     pid = int(result["structuredContent"]["result"])
     assert pid in support.children()
     client.close()
-    problem = gone(pid)
-    assert problem is None, problem
+    assert _state(pid) is None, f"server {pid} not reaped when close() returned: {_state(pid)}"
     with pytest.raises(snodo.McpError) as closed:
         client.call_tool("echo", {"text": "late"})
     assert closed.value.code == -32000

@@ -689,7 +689,13 @@ def _claim_stdout(restore: list[Callable[[], None]]) -> BinaryIO:
         os.close(private)
         user_stdout_to_stderr()
         return stdout.buffer
-    restore.append(undo)
+
+    def put_back() -> None:
+        with contextlib.suppress(Exception):
+            stdout.flush()  # stray output buffered meanwhile goes to stderr, not the protocol
+        undo()
+
+    restore.append(put_back)
     user_stdout_to_stderr()
     return os.fdopen(private, "wb", closefd=False)
 

@@ -15,10 +15,10 @@ never reuse a pid while a process or a process group of that id still exists. So
 * While the leader is not reaped (alive, or a zombie we hold with ``waitid(WNOWAIT)``),
   ``killpg(pgid)`` can only reach our group: the zombie leader pins the id.
 * After the leader is reaped, the id stays pinned only while members of the group remain. We then
-  signal only right after ``killpg(pgid, 0)`` showed members, and poll that at least every 50 ms.
-  For the id to name a new group at the next signal, the whole group would have had to end and
-  the kernel to hand the same pid to a new group leader in between, which takes a full wrap of
-  the pid space within that gap.
+  signal only right after ``killpg(pgid, 0)`` (and, on Linux, ``/proc``) showed running members,
+  and check that at least every 50 ms. For the id to name a new group at the next signal, the
+  whole group would have had to end and the kernel to hand the same pid to a new group leader in
+  between, which takes a full wrap of the pid space within that gap.
 
 A member that leaves the group (``setsid``, ``setpgid``) is out of our reach by design.
 
@@ -35,6 +35,7 @@ import os
 import select
 import signal
 import stat
+import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -384,10 +385,20 @@ def _written(exc: _E, written: int) -> _E:
 
 # --------------------------------------------------------------------------------------------
 # exit status
+#
+# Without gevent we are the only reaper: ``waitid(WNOWAIT)`` sees the leader's exit and leaves it
+# a zombie, which pins the group id until we reap it. Under gevent's monkey-patching,
+# ``os.posix_spawn`` registers the child with gevent's child watcher: libev reaps it when the hub
+# runs, and the patched ``os.waitpid`` hands us the status it kept. So every status is collected
+# through ``os.waitpid`` (patched or not), and ``waitid`` is only used to look.
 
 
 def poll_exit(child: ChildProcess) -> int | None:
-    """Reap ``child`` if it has exited (never blocks); its returncode, or None while it runs."""
+    """Reap ``child`` if it has exited (never blocks); its returncode, or None while it runs.
+
+    Under gevent the status arrives once the hub has run after the exit, so this may return
+    None for a moment after the process died; ``wait_exit`` waits for it.
+    """
     with child._lock:
         return _reap_locked(child)
 
@@ -395,7 +406,7 @@ def poll_exit(child: ChildProcess) -> int | None:
 def wait_exit(child: ChildProcess, timeout: float) -> int | None:
     """Wait up to ``timeout`` seconds for ``child`` to exit and reap it; None if still running."""
     if _wait_leader(child, timeout):
-        return poll_exit(child)
+        return _collect(child)
     return None
 
 
@@ -404,7 +415,7 @@ def _reap_locked(child: ChildProcess) -> int | None:
         return child.returncode
     try:
         pid, status = os.waitpid(child.pid, os.WNOHANG)
-    except ChildProcessError:  # reaped by someone else: the status is lost
+    except ChildProcessError:  # reaped by someone else without keeping the status
         child.returncode = 0
         return 0
     if pid == 0:
@@ -413,20 +424,30 @@ def _reap_locked(child: ChildProcess) -> int | None:
     return child.returncode
 
 
+def _unreaped_locked(child: ChildProcess) -> bool | None:
+    """Look without reaping: True if the leader exited and is a zombie, False if it runs, None
+    if it has been reaped (by us, or by gevent's child watcher) or cannot be looked at."""
+    if child.returncode is not None:
+        return None
+    waitid = getattr(os, "waitid", None)
+    if waitid is None:
+        return None
+    try:
+        info = waitid(os.P_PID, child.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return None
+    return info is not None
+
+
 def _leader_exited(child: ChildProcess) -> bool:
-    """True once the leader has exited; it is left unreaped (a zombie) where ``waitid`` exists."""
+    """True once the leader has exited; where possible it is left unreaped (a zombie)."""
     with child._lock:
         if child.returncode is not None:
             return True
-        waitid = getattr(os, "waitid", None)
-        if waitid is None:
-            return _reap_locked(child) is not None
-        try:
-            info = waitid(os.P_PID, child.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-        except ChildProcessError:
-            child.returncode = 0
-            return True
-        return info is not None
+        zombie = _unreaped_locked(child)
+        if zombie is not None:
+            return zombie
+        return _reap_locked(child) is not None
 
 
 def _wait_leader(child: ChildProcess, timeout: float) -> bool:
@@ -434,20 +455,47 @@ def _wait_leader(child: ChildProcess, timeout: float) -> bool:
     deadline = time.monotonic() + max(0.0, timeout)
     nap = 0.001
     poller: select.poll | None = None
+    if child.pidfd is not None and not child.is_closed("pidfd"):
+        poller = select.poll()
+        poller.register(child.pidfd, select.POLLIN)
     while True:
         if _leader_exited(child):
             return True
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return False
-        if child.pidfd is not None and not child.is_closed("pidfd"):
-            if poller is None:
-                poller = select.poll()
-                poller.register(child.pidfd, select.POLLIN)
-            poller.poll(math.ceil(min(remaining, _WAKE) * 1000))
-        else:
-            time.sleep(min(nap, remaining))
-            nap = min(nap * 2, _MAX_NAP)
+        if poller is not None and not poller.poll(math.ceil(min(remaining, _WAKE) * 1000)):
+            continue
+        # No pidfd, or it says the process exited but the status is not ours yet (under
+        # gevent it comes when the hub has run): check again shortly.
+        time.sleep(min(nap, max(0.0, deadline - time.monotonic())))
+        nap = min(nap * 2, _MAX_NAP)
+
+
+def _collect(child: ChildProcess) -> int:
+    """Reap a leader known to have exited. Under gevent this waits for the hub to hand over the
+    status (at most ``KILL_WAIT``, then the unpatched ``waitpid`` takes it)."""
+    deadline = time.monotonic() + KILL_WAIT
+    nap = 0.0005
+    while (code := poll_exit(child)) is None:
+        if time.monotonic() >= deadline:
+            with child._lock:
+                return _reap_unpatched_locked(child)
+        time.sleep(nap)
+        nap = min(nap * 2, _MAX_NAP)
+    return code
+
+
+def _reap_unpatched_locked(child: ChildProcess) -> int:
+    monkey = sys.modules.get("gevent.monkey")
+    waitpid = os.waitpid if monkey is None else monkey.get_original("os", "waitpid")
+    try:
+        _, status = waitpid(child.pid, 0)
+    except ChildProcessError:
+        child.returncode = 0
+    else:
+        child.returncode = os.waitstatus_to_exitcode(status)
+    return child.returncode
 
 
 # --------------------------------------------------------------------------------------------
@@ -455,14 +503,46 @@ def _wait_leader(child: ChildProcess, timeout: float) -> bool:
 
 
 def group_alive(child: ChildProcess) -> bool:
-    """True while any process of the child's group exists (the leader counts until reaped)."""
+    """True while a process of the child's group is still running.
+
+    Zombies do not count: an orphaned grandchild that has died stays in the group until init
+    reaps it, which some container inits do lazily. Where there is no ``/proc`` to tell zombies
+    apart, any member counts (the leader until it is reaped).
+    """
+    return _group_running(child.pgid)
+
+
+def _group_running(pgid: int) -> bool:
     try:
-        os.killpg(child.pgid, 0)
+        os.killpg(pgid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:  # a member we may not signal still exists
-        return True
-    return True
+        pass
+    running = _running_member(pgid)
+    return True if running is None else running
+
+
+def _running_member(pgid: int) -> bool | None:
+    """Whether /proc lists a process of group ``pgid`` that is not a zombie; None without /proc."""
+    try:
+        entries = os.scandir("/proc")
+    except OSError:
+        return None
+    with entries:
+        for entry in entries:
+            if not entry.name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry.name}/stat", "rb") as f:
+                    line = f.read()
+            except OSError:  # gone meanwhile, or hidden
+                continue
+            # "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
+            fields = line[line.rindex(b")") + 2 :].split(b" ", 3)
+            if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+                return True
+    return False
 
 
 def terminate(child: ChildProcess, *, grace: float = 2.0, term_wait: float = 2.0) -> int:
@@ -479,40 +559,34 @@ def terminate(child: ChildProcess, *, grace: float = 2.0, term_wait: float = 2.0
         close_fds(child, "stdin")
         term_sent: float | None = None
         if not _wait_leader(child, grace):
-            _signal_leader_group(child, signal.SIGTERM)
+            _signal_group(child, signal.SIGTERM)
             term_sent = time.monotonic()
             if not _wait_leader(child, term_wait):
-                _signal_leader_group(child, signal.SIGKILL)
+                _signal_group(child, signal.SIGKILL)
                 if not _wait_leader(child, KILL_WAIT):
                     raise TimeoutError(
                         errno.ETIMEDOUT,
                         f"process {child.pid} ({child.argv[0]}) did not exit after SIGKILL",
                     )
         _end_group(child, term_sent, term_wait)
-        code = poll_exit(child)
-        assert code is not None  # the leader has exited, so it is reaped now
-        return code
+        return _collect(child)
     finally:
         close_fds(child)
 
 
-def _signal_leader_group(child: ChildProcess, sig: int) -> bool:
-    """Signal the group while the leader is unreaped (it pins the group id); False if reaped."""
+def _signal_group(child: ChildProcess, sig: int) -> bool:
+    """Signal the child's group while its id is known to be ours; True if signalled.
+
+    The id is pinned by the unreaped leader (checked and signalled under the lock, with no
+    yield in between, so neither we nor gevent's watcher reap it meanwhile), or else by members
+    of the group still running.
+    """
     with child._lock:
-        if child.returncode is not None:
-            return False
-        _killpg(child.pgid, sig)
-        return True
-
-
-def _signal_live_group(child: ChildProcess, sig: int) -> bool:
-    """After the leader is reaped: signal the group only if members still pin its id."""
-    try:
-        os.killpg(child.pgid, 0)
-    except ProcessLookupError:
+        if child.returncode is None and _unreaped_locked(child) is not None:
+            _killpg(child.pgid, sig)
+            return True
+    if not _group_running(child.pgid):
         return False
-    except PermissionError:  # a member we may not signal: the id is still pinned
-        pass
     _killpg(child.pgid, sig)
     return True
 
@@ -528,25 +602,23 @@ def _killpg(pgid: int, sig: int) -> None:
 
 def _end_group(child: ChildProcess, term_sent: float | None, term_wait: float) -> None:
     """The leader has exited: SIGTERM, then SIGKILL, whatever is left of its group."""
-    if term_sent is None and _signal_leader_group(child, signal.SIGTERM):
+    if term_sent is None and _signal_group(child, signal.SIGTERM):
         term_sent = time.monotonic()
-    poll_exit(child)  # reap the leader: from now on killpg(pgid, 0) tells whether members remain
-    if term_sent is None:  # the leader was reaped before terminate was called
-        if not _signal_live_group(child, signal.SIGTERM):
-            return
-        term_sent = time.monotonic()
+    _collect(child)  # reap the leader: from now on killpg(pgid, 0) tells whether members remain
+    if term_sent is None:  # the leader was reaped already and nothing of the group runs
+        return
     if _wait_group_gone(child, term_sent + term_wait):
         return
-    if _signal_live_group(child, signal.SIGKILL):
+    if _signal_group(child, signal.SIGKILL):
         _wait_group_gone(child, time.monotonic() + KILL_WAIT)
 
 
 def _wait_group_gone(child: ChildProcess, deadline: float) -> bool:
-    """Wait until no process of the (reaped leader's) group is left, or the deadline."""
+    """Wait until nothing of the (reaped leader's) group runs, or the deadline."""
     nap = 0.001
     while True:
         _reap_group_children(child)
-        if not group_alive(child):
+        if not _group_running(child.pgid):
             return True
         remaining = deadline - time.monotonic()
         if remaining <= 0:

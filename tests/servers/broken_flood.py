@@ -1,6 +1,6 @@
 """Tool ``flood`` {count}: writes ``count`` notifications (log messages, progress for tokens
 nobody holds, resource updates) and, when the call carries a progress token, as many progress
-reports for it; then answers."""
+reports for it; then answers. ``--done FILE`` gets a line once a flood is written."""
 
 from __future__ import annotations
 
@@ -46,6 +46,9 @@ def configure(server: Server) -> None:
                 batch = []
         if batch:
             server.write_raw(b"\n".join(batch) + b"\n")
+        if "--done" in server.extra:
+            with open(server.extra[server.extra.index("--done") + 1], "a") as f:
+                f.write("flooded\n")
         return {"content": [{"type": "text", "text": f"flooded {count}"}]}
 
 

@@ -381,6 +381,17 @@ class Server:
         def never(server: Server, rid: Any, args: dict[str, Any], meta: dict[str, Any]) -> Any:
             return None
 
+        @self.tool("crash")
+        def crash(server: Server, rid: Any, args: dict[str, Any], meta: dict[str, Any]) -> Any:
+            """Exit at once with status ``code`` (no response)."""
+            os._exit(int(args.get("code", 1)))
+
+        @self.tool("respond_for")
+        def respond_for(server: Server, rid: Any, args: dict[str, Any], meta: dict[str, Any]) -> Any:
+            """Answer another (earlier) request id first, then this one."""
+            server.respond(args["id"], text("a late answer"))
+            return text("answered for " + str(args["id"]))
+
         @self.tool("ask", threaded=True)
         def ask(server: Server, rid: Any, args: dict[str, Any], meta: dict[str, Any]) -> Any:
             """Send one request to the client and return its answer."""
