@@ -270,8 +270,11 @@ def warm_up() -> None:
     """Open and close one stdio connection, so that process-wide parts started on first use
     (the supervision root, the I/O hub, gevent's child watcher) exist before any test's
     baseline."""
-    with snodo.connect(script("scripted_server.py"), protocol=LATEST) as client:
-        client.call_tool("echo", {"text": "warm"})
+    try:
+        with snodo.connect(script("scripted_server.py"), protocol=LATEST) as client:
+            client.call_tool("echo", {"text": "warm"})
+    except Exception:  # a broken transport fails the tests themselves, not every setup
+        return
 
 
 def thread_ident() -> int:

@@ -115,7 +115,11 @@ def test_an_initialize_era_pin_sends_initialize_at_once(tmp_path: Path, legacy: 
         assert session.instructions is not None and "echo" in session.instructions
         client.ping()
     messages = support.check_wire(log, legacy)
-    assert [m.get("method") for m in messages] == ["initialize", "notifications/initialized", "ping"]
+    assert [m.get("method") for m in messages] == [
+        "initialize",
+        "notifications/initialized",
+        "ping",
+    ]
     init = messages[0]["params"]
     assert init["protocolVersion"] == legacy
     assert init["clientInfo"] == info
@@ -232,9 +236,7 @@ def test_a_discovery_without_a_common_version_is_invalid_params(tmp_path: Path) 
     """A server that supports none of the allowed versions: -32602 with requested and
     supported; the connection is closed."""
     starts = tmp_path / "starts"
-    target, _ = scripted(
-        tmp_path, "--advertise", "2025-11-25,2099-01-01", "--starts", str(starts)
-    )
+    target, _ = scripted(tmp_path, "--advertise", "2025-11-25,2099-01-01", "--starts", str(starts))
     with pytest.raises(snodo.McpError) as caught:
         snodo.connect(target, protocol=[LATEST, "2025-06-18"])
     assert caught.value.code == -32602

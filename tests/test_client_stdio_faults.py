@@ -56,8 +56,10 @@ def cancelled_for(log: Path, request_id: Any) -> dict[str, Any]:
     """Wait for the notifications/cancelled the client sent for ``request_id``."""
     message = support.wait_for_message(
         log,
-        lambda m: m.get("method") == "notifications/cancelled"
-        and m["params"].get("requestId") == request_id,
+        lambda m: (
+            m.get("method") == "notifications/cancelled"
+            and m["params"].get("requestId") == request_id
+        ),
     )
     return message
 

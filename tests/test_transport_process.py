@@ -375,6 +375,18 @@ def test_poll_and_wait_exit_on_a_running_child_return_none_within_the_timeout(
     assert process.terminate(child, grace=0.0) == -signal.SIGTERM
 
 
+def test_wait_exit_reaps_and_reports_the_exit_status(children: Children) -> None:
+    """The status is the server's own exit code (also under gevent, whose child watcher reaps
+    the child and hands the status to the patched waitpid)."""
+    child = children.spawn("proc_echo.py", "7")
+    process.close_fds(child, "stdin")
+    assert process.wait_exit(child, DEADLINE) == 7
+    assert child.returncode == 7
+    assert process.poll_exit(child) == 7
+    assert not process.group_alive(child)
+    assert process.terminate(child) == 7
+
+
 def test_wait_exit_without_a_pidfd(children: Children) -> None:
     """The fallback wait (no pidfd: older kernels, other systems) sees the exit too."""
     child = children.spawn("proc_echo.py", "5")
@@ -430,7 +442,8 @@ def test_terminate_ends_a_grandchild_that_ignores_sigterm(children: Children) ->
     assert (grandchild, child.pgid) in [(p[0], p[2]) for p in _procs()]
     started = time.monotonic()
     assert process.terminate(child, grace=DEADLINE, term_wait=0.3) == 0
-    assert time.monotonic() - started < DEADLINE
+    # The leader exits at once on EOF; the grandchild costs term_wait, then SIGKILL.
+    assert 0.25 <= time.monotonic() - started < 0.3 + 2.0
     assert _in_group(child.pgid) == []
     assert _state(grandchild) in (None, "Z")  # dead (a zombie until init reaps it)
 
@@ -494,7 +507,8 @@ def test_write_all_times_out_against_a_child_that_never_reads(children: Children
         process.write_all(child.stdin, data, started + 0.2)
     elapsed = time.monotonic() - started
     assert 0.15 <= elapsed < 5
-    written = info.value.characters_written
+    written = getattr(info.value, "characters_written", None)
+    assert isinstance(written, int)
     assert 0 < written < len(data)
     assert f"{written} of {len(data)} bytes" in str(info.value)
     assert process.terminate(child, grace=0.0) == -signal.SIGTERM
@@ -512,7 +526,7 @@ def test_write_all_raises_broken_pipe_after_the_child_exits(children: Children) 
     assert process.wait_exit(child, DEADLINE) == 0
     with pytest.raises(BrokenPipeError) as info:
         process.write_all(child.stdin, b"late\n", time.monotonic() + DEADLINE)
-    assert info.value.characters_written == 0
+    assert getattr(info.value, "characters_written", None) == 0
     assert process.terminate(child) == 0
 
 

@@ -22,9 +22,14 @@ never reuse a pid while a process or a process group of that id still exists. So
 
 A member that leaves the group (``setsid``, ``setpgid``) is out of our reach by design.
 
-The child's status is lost if something else reaps it (``SIGCHLD`` set to ``SIG_IGN``, or gevent's
-libev child watcher, which is installed once ``gevent.subprocess`` or a patched ``os.fork`` has
-been used in the process and reaps every child); ``returncode`` is then 0, as in ``subprocess``.
+Exit statuses. Without gevent we are the only reaper, and ``waitid(WNOWAIT)`` lets us see the
+leader's exit while keeping it a zombie, so the first rule holds until we reap it ourselves.
+Under gevent monkey-patching, ``os.posix_spawn`` (patched: no fork, it only adds a watch)
+registers the child with gevent's child watcher, libev reaps it as soon as the hub runs, and the
+patched ``os.waitpid`` hands over the status; the zombie can then not be held, and we check with
+``waitid`` under our lock, without yielding, right before each signal. A status reaped behind
+everyone's back (``SIGCHLD`` set to ``SIG_IGN``, another ``waitpid(-1)`` caller) is lost:
+``returncode`` is then 0, as in ``subprocess``.
 """
 
 from __future__ import annotations
@@ -266,7 +271,7 @@ def _above_stdio(fd: int, opened: list[int]) -> int:
     high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
     opened.append(high)
     opened.remove(fd)
-    os.close(fd)
+    _raw_close(fd)
     return high
 
 
@@ -310,9 +315,25 @@ def _pidfd_open(pid: int) -> int | None:
 def _close_all(fds: Sequence[int]) -> None:
     for fd in fds:
         try:
-            os.close(fd)
+            _raw_close(fd)
         except OSError:
             pass
+
+
+def _raw_close(fd: int) -> None:
+    """``close(2)`` at once, also under gevent.
+
+    gevent's patched ``os.close`` defers the close to the end of the hub's next loop iteration
+    (so that watchers on the fd can be cleaned up); for the child's stdin that would delay the
+    EOF that asks the server to exit until some other event wakes the hub. Only fds that no
+    watcher can be waiting on go through here: the child's pipe ends (never watched), the pidfd
+    (watched only inside our own waits) and stdin (watched only inside ``write_all``).
+    """
+    monkey = sys.modules.get("gevent.monkey")
+    if monkey is not None and monkey.is_object_patched("os", "close"):
+        monkey.get_original("os", "close")(fd)
+    else:
+        os.close(fd)
 
 
 # --------------------------------------------------------------------------------------------
@@ -320,18 +341,28 @@ def _close_all(fds: Sequence[int]) -> None:
 
 
 def close_fds(child: ChildProcess, *names: FdName) -> None:
-    """Close the named parent fds of ``child`` (all four when none is named), each at most once."""
+    """Close the named parent fds of ``child`` (all four when none is named), each at most once.
+
+    Do not close ``stdin`` while a ``write_all`` on it is in progress. Under gevent, ``stdout``
+    and ``stderr`` are closed with gevent's cooperative ``os.close`` (the fd number is released
+    when the hub next runs); ``stdin`` and ``pidfd`` are closed at once, so the server sees EOF
+    immediately.
+    """
     with child._lock:
         for name in names or _ALL_FDS:
             if name in child._closed:
                 continue
             child._closed.add(name)
             fd = child.pidfd if name == "pidfd" else getattr(child, name)
-            if fd is not None:
-                try:
+            if fd is None:
+                continue
+            try:
+                if name in ("stdout", "stderr"):  # an I/O hub may watch these: gevent's close
                     os.close(fd)
-                except OSError:
-                    pass
+                else:
+                    _raw_close(fd)
+            except OSError:
+                pass
 
 
 def write_all(fd: int, data: bytes, deadline: float | None) -> None:

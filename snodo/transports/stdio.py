@@ -65,11 +65,12 @@ class Stdio:
 class _Call:
     """One request waiting for its response; the hub fills ``inbox``."""
 
-    __slots__ = ("inbox", "queued_progress")
+    __slots__ = ("dropped_progress", "inbox", "queued_progress")
 
     def __init__(self) -> None:
         self.inbox: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
         self.queued_progress = 0
+        self.dropped_progress = 0
 
 
 class ConnectionOwner(Actor):
@@ -350,7 +351,14 @@ class StdioTransport:
             if call is None:
                 return
             if call.queued_progress >= MAX_QUEUED_PROGRESS:
-                _log.warning("dropped a progress report for a slow caller", connection=self.name)
+                call.dropped_progress += 1
+                if call.dropped_progress == 1:  # once per request, not once per report
+                    _log.warning(
+                        "dropping progress reports for a slow caller",
+                        connection=self.name,
+                        id=token,
+                        queued=MAX_QUEUED_PROGRESS,
+                    )
                 return
             call.queued_progress += 1
             call.inbox.put(("progress", params))
@@ -416,12 +424,15 @@ class StdioTransport:
             if not chunk:
                 break
             self._on_stdout(chunk)
-        self._server_gone()
+        self._server_gone(exited=True)
 
-    def _server_gone(self) -> None:
+    def _server_gone(self, *, exited: bool = False) -> None:
         """The server exited or closed its stdout: fail pending and later requests at once."""
         status = process.poll_exit(self._child)
-        if status is None and self._child.pidfd is not None:
+        if status is None and exited:
+            # Under gevent the child watcher collects the status when its hub runs: wait briefly.
+            status = process.wait_exit(self._child, 1.0)
+        elif status is None and self._child.pidfd is not None:
             return  # stdout closed but the process lives on; its exit will be reported
         cause: tuple[Any, ...] = ("exit_status", status) if status is not None else ("stdout_closed",)
         message = (

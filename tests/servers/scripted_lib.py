@@ -387,7 +387,9 @@ class Server:
             os._exit(int(args.get("code", 1)))
 
         @self.tool("respond_for")
-        def respond_for(server: Server, rid: Any, args: dict[str, Any], meta: dict[str, Any]) -> Any:
+        def respond_for(
+            server: Server, rid: Any, args: dict[str, Any], meta: dict[str, Any]
+        ) -> Any:
             """Answer another (earlier) request id first, then this one."""
             server.respond(args["id"], text("a late answer"))
             return text("answered for " + str(args["id"]))
