@@ -11,6 +11,7 @@ The leading underscore keeps benchmarks/run_all from running it as a benchmark.
 
 import json
 import sys
+from typing import Any
 
 HANDSHAKE = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 ENVELOPE = "io.modelcontextprotocol/protocolVersion"
@@ -27,7 +28,7 @@ TOOL = {
 }
 
 
-def answer(method, params, discover):
+def answer(method: str, params: dict[str, Any], discover: bool) -> dict[str, Any] | None:
     if method == "tools/call":
         return {"content": [{"type": "text", "text": params["arguments"]["text"]}]}
     if method == "tools/list":
@@ -43,7 +44,7 @@ def answer(method, params, discover):
     return None
 
 
-def main():
+def main() -> None:
     discover = "--no-discover" not in sys.argv[1:]
     write, flush = sys.stdout.write, sys.stdout.flush
     for line in sys.stdin:

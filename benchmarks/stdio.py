@@ -224,13 +224,15 @@ def snodo_memory(connections: int) -> dict[str, Any]:
     try:
         warm = snodo.connect(snodo.Stdio(command, args), protocol=SHARED)
         clients.append(warm)
-        assert warm.call_tool("echo", {"text": TEXT})["content"][0]["text"] == TEXT
+        first: Any = warm.call_tool("echo", {"text": TEXT})
+        assert first["content"][0]["text"] == TEXT, first
         before = footprint()
         started = time.perf_counter()
         for _ in range(connections):
             client = snodo.connect(snodo.Stdio(command, args), protocol=SHARED)
             clients.append(client)
-            assert client.call_tool("echo", {"text": TEXT})["content"][0]["text"] == TEXT
+            answer: Any = client.call_tool("echo", {"text": TEXT})
+            assert answer["content"][0]["text"] == TEXT, answer
         opened = time.perf_counter() - started
         after = footprint()
     finally:

@@ -50,7 +50,6 @@ if TYPE_CHECKING:
     from snodo.client import Progress as Progress
     from snodo.connections import connect as connect
     from snodo.connections import direct as direct
-    from snodo.transports.stdio import Stdio as Stdio
     from snodo.protocol.dialects import SUPPORTED_VERSIONS as SUPPORTED_VERSIONS
     from snodo.protocol.errors import HandlerError as HandlerError
     from snodo.protocol.errors import McpError as McpError
@@ -59,6 +58,7 @@ if TYPE_CHECKING:
     from snodo.protocol.results import Page as Page
     from snodo.transports.base import RequestOptions as RequestOptions
     from snodo.transports.base import Transport as Transport
+    from snodo.transports.stdio import Stdio as Stdio
 
 
 def __getattr__(name: str) -> Any:

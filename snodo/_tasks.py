@@ -42,6 +42,14 @@ class Task:
         assert self._thread is not None
         return self._thread.is_alive()
 
+    def is_current(self) -> bool:
+        """True when called from inside this task."""
+        if self._glet is not None:
+            import gevent
+
+            return gevent.getcurrent() is self._glet
+        return self._thread is threading.current_thread()
+
     def interrupt(self) -> None:
         """Raise ``TaskCancelled`` inside the task (best effort for threads)."""
         if self._glet is not None:

@@ -132,7 +132,9 @@ def connect(
     return negotiate(open_transport, options, probe_timeout)
 
 
-def negotiate(open_transport: Callable[[], Any], options: ClientOptions, probe_timeout: float) -> Client:
+def negotiate(
+    open_transport: Callable[[], Any], options: ClientOptions, probe_timeout: float
+) -> Client:
     """Open a transport and settle the version as the reference's "Protocol versions" says."""
     plan = negotiation.plan(options.protocol)
     transport = open_transport()
@@ -141,7 +143,9 @@ def negotiate(open_transport: Callable[[], Any], options: ClientOptions, probe_t
             return Client(transport, dialects.get(plan.version), options)
         if plan.action == "initialize":
             return _initialized(transport, options, plan.version)
-        verdict = negotiation.probe_verdict(_probe(transport, options, probe_timeout), options.protocol)
+        verdict = negotiation.probe_verdict(
+            _probe(transport, options, probe_timeout), options.protocol
+        )
         if verdict.action == "use":
             return Client(transport, dialects.get(verdict.version), options)
         if verdict.action == "initialize":

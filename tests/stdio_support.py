@@ -28,7 +28,7 @@ LEGACY = ["2025-11-25", "2025-06-18"]
 LATEST = "2026-07-28"
 
 #: How long a leak check waits for fds and children to go.
-LEAK_DEADLINE = 10.0
+LEAK_DEADLINE = 5.0
 
 EXAMPLE_RUNTIME = "examples.example_runtime:runtime"
 

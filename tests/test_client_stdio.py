@@ -535,6 +535,41 @@ def test_a_server_ping_is_answered_without_a_handler(tmp_path: Path, version: st
     support.check_response(version, reply, "ping")
 
 
+@pytest.mark.parametrize("version", ALL)
+@pytest.mark.parametrize("request_id", ["same", "srv-1", 0])
+def test_server_request_ids_are_the_servers_own(
+    tmp_path: Path, version: str, request_id: Any
+) -> None:
+    """A request from the server is told from a response by its method, whatever its id: one
+    reusing the id of the client's pending request, a string id and id 0 are answered with that
+    id, and the client's own request still gets its response."""
+    target, log = scripted(tmp_path)
+    with snodo.connect(target, protocol=version, input_handlers={"roots": rooter}) as client:
+        result = client.call_tool("ask", {"method": "roots/list", "id": request_id})
+        assert result["structuredContent"]["answer"]["result"] == rooter({})
+    messages = support.check_wire(log, version)
+    (call,) = [m for m in messages if m.get("method") == "tools/call"]
+    (reply,) = [m for m in messages if "method" not in m]
+    assert reply["id"] == (call["id"] if request_id == "same" else request_id)
+    support.check_response(version, reply, "roots/list")
+
+
+@pytest.mark.parametrize("legacy", LEGACY)
+def test_server_requests_before_the_initialize_result_are_answered(
+    tmp_path: Path, legacy: str
+) -> None:
+    """A server may ping the client (and ask for roots) before it answers initialize: the
+    requests are answered at once, through the handlers, so connect completes."""
+    target, _ = scripted(
+        tmp_path, "--ask-during-initialize", "ping", "--ask-during-initialize", "roots/list"
+    )
+    with snodo.connect(
+        target, protocol=legacy, input_handlers={"roots": rooter}, timeout=10.0
+    ) as client:
+        answers = client.call_tool("answers", {})["structuredContent"]["answers"]
+    assert [a.get("result") for a in answers] == [{}, rooter({})]
+
+
 # -- Concurrency -------------------------------------------------------------------------------
 
 

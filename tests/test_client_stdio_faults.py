@@ -116,6 +116,19 @@ def test_an_oversized_line_is_refused_and_later_responses_arrive(tmp_path: Path)
         assert len(text_of(client.call_tool("big", {"bytes": 3000}))) > 2900
 
 
+def test_a_large_response_within_the_limit_arrives_whole(tmp_path: Path) -> None:
+    """max_response_bytes (16 MiB by default) refuses only what is over it: a 10 MiB response
+    line arrives whole, and the connection goes on."""
+    target, _ = scripted(tmp_path, "broken_oversized.py")
+    with snodo.connect(target, protocol=LATEST) as client:
+        started = time.monotonic()
+        result = client.call_tool("big", {"bytes": 10 * MiB}, timeout=20.0)
+        assert elapsed(started) < 10.0
+        body = text_of(result)
+        assert len(body) > 10 * MiB - 100 and set(body) == {"x"}
+        assert text_of(client.call_tool("echo", {"text": "next"})) == "next"
+
+
 def test_an_oversized_line_is_not_buffered(tmp_path: Path) -> None:
     """An oversized line is refused without buffering it: a 64 MiB line against a 4 KiB limit
     raises the client's peak memory by far less than the line's size."""
@@ -132,6 +145,23 @@ def test_an_oversized_line_is_not_buffered(tmp_path: Path) -> None:
         assert text_of(client.call_tool("echo", {"text": "after"}, timeout=30.0)) == "after"
         growth = support.peak_rss() - before
     assert growth < 24 * MiB, f"peak RSS grew by {growth / MiB:.1f} MiB reading a 64 MiB line"
+
+
+@pytest.mark.parametrize("protocol", [None, "2025-11-25"])
+def test_messages_split_into_small_writes_with_crlf_ends_are_reassembled(
+    tmp_path: Path, protocol: str | None
+) -> None:
+    """Newline-delimited JSON-RPC: a server that writes every message a few bytes at a time,
+    with CRLF line ends, is read correctly (the probe, initialize, progress and results)."""
+    target, log = scripted(tmp_path, "broken_chunky.py")
+    with snodo.connect(target, protocol=protocol, timeout=10.0) as client:
+        assert client.version == (LATEST if protocol is None else protocol)
+        reports: list[Any] = []
+        result = client.call_tool("progress", {"n": 3}, progress=reports.append)
+        assert result["structuredContent"]["counted"] == 3
+        assert [r["progress"] for r in reports] == [1, 2, 3]
+        assert text_of(client.call_tool("echo", {"text": "é ü ✓"})) == "é ü ✓"
+    support.check_wire(log, client.version)
 
 
 # -- The server exits ------------------------------------------------------------------------
@@ -175,6 +205,23 @@ def test_a_server_exit_fails_pending_and_later_requests_at_once(
         assert later.value.cause == ("exit_status", 3)
     finally:
         client.close()
+
+
+@pytest.mark.parametrize("notes", [0, 200])
+def test_a_response_written_just_before_the_exit_is_delivered(tmp_path: Path, notes: int) -> None:
+    """A server that writes its response (after some notifications) and exits at once: the
+    pending request gets that response, not -32000, however the exit and the last lines race;
+    only later requests fail -32000."""
+    for _ in range(8):
+        client = snodo.connect(support.script("scripted_server.py"), protocol=LATEST)
+        try:
+            result = client.call_tool("answer_and_exit", {"notes": notes, "code": 0})
+            assert text_of(result) == "last words"
+            with pytest.raises(snodo.McpError) as caught:
+                client.list_tools()
+            assert caught.value.code == -32000
+        finally:
+            client.close()
 
 
 @pytest.mark.parametrize("protocol", [None, "2025-11-25"])
@@ -235,6 +282,22 @@ def test_a_missing_working_directory_fails_connect(tmp_path: Path) -> None:
     assert caught.value.code == -32000
 
 
+def test_a_server_that_closes_its_stdout_is_unusable_at_once(tmp_path: Path) -> None:
+    """-32000 for an unusable connection: a server that closes its stdout (and keeps running)
+    can never answer, so requests fail -32000 at once rather than at their timeout."""
+    ready = tmp_path / "ready"
+    client = snodo.connect(support.script("broken_mute.py", "--ready", str(ready)), protocol=LATEST)
+    try:
+        wait_until(ready.exists)
+        started = time.monotonic()
+        with pytest.raises(snodo.McpError) as caught:
+            client.call_tool("echo", {"text": "anyone?"}, timeout=6.0)
+        assert elapsed(started) < 3.0, f"failed only after {elapsed(started):.1f}s"
+        assert caught.value.code == -32000
+    finally:
+        client.close()
+
+
 def test_a_server_that_closes_its_stdin_is_epipe_and_connection_closed(tmp_path: Path) -> None:
     """A server that closes its stdin and keeps running: the next write fails (EPIPE), which is
     -32000 at once; close() still ends the process."""
@@ -259,6 +322,44 @@ def test_a_server_that_closes_its_stdin_is_epipe_and_connection_closed(tmp_path:
         client.close()
     assert elapsed(started) < 10.0
     wait_until(lambda: support.gone(pid))
+
+
+def test_a_request_timeout_covers_a_write_the_server_never_reads(tmp_path: Path) -> None:
+    """Each request's timeout covers the whole request: against a server that never reads its
+    stdin, a request too big for the pipe fails within its timeout (-32001, or -32000 once the
+    half-written stream is unusable) instead of blocking in the write, and a second caller is
+    not held behind that write past its own timeout."""
+    ready = tmp_path / "ready"
+    client = snodo.connect(support.script("broken_deaf.py", "--ready", str(ready)), protocol=LATEST)
+    wait_until(ready.exists)
+    outcomes: dict[str, tuple[Any, float]] = {}
+
+    def attempt(name: str, text: str, timeout: float) -> None:
+        started = time.monotonic()
+        try:
+            outcomes[name] = (client.call_tool("echo", {"text": text}, timeout=timeout), 0.0)
+        except BaseException as exc:
+            outcomes[name] = (exc, elapsed(started))
+
+    big = threading.Thread(target=attempt, args=("big", "x" * MiB, 0.5))
+    small = threading.Thread(target=attempt, args=("small", "y", 0.3))
+    try:
+        big.start()
+        small.start()
+        deadline = time.monotonic() + 4.0
+        big.join(4.0)
+        small.join(max(0.0, deadline - time.monotonic()))
+        assert not big.is_alive(), "a 0.5 s request is still blocked writing after 4 s"
+        assert not small.is_alive(), "a 0.3 s request is still waiting after 4 s"
+        for name, limit in (("big", 0.5), ("small", 0.3)):
+            error, took = outcomes[name]
+            assert isinstance(error, snodo.McpError), (name, error)
+            assert error.code in (-32001, -32000), (name, error)
+            assert took < limit + 1.5, (name, took)
+    finally:
+        client.close()
+        big.join(10.0)
+        small.join(10.0)
 
 
 # -- Timeouts and cancellation ---------------------------------------------------------------
@@ -510,12 +611,14 @@ def test_server_requests_that_cannot_be_answered_get_errors(
     support.check_response(version, reply)
 
 
+@pytest.mark.parametrize(("limit", "count"), [(4, 7), (None, 20)], ids=["limit-4", "default-16"])
 def test_server_requests_over_the_limit_are_refused_without_running_a_handler(
-    tmp_path: Path,
+    tmp_path: Path, limit: int | None, count: int
 ) -> None:
-    """At most max_server_requests handlers run at once; a request over the limit is answered
-    -32603 without running a handler."""
+    """At most max_server_requests (16 by default) handlers run at once; a request over the limit
+    is answered -32603 without running a handler; finished handlers give their slots back."""
     target, log = scripted(tmp_path)
+    allowed = 16 if limit is None else limit
     release = threading.Event()
     running: list[int] = []
     lock = threading.Lock()
@@ -534,27 +637,79 @@ def test_server_requests_over_the_limit_are_refused_without_running_a_handler(
             m for m in support.read_messages(log) if "error" in m and m["error"]["code"] == -32603
         ]
 
+    options: dict[str, Any] = {} if limit is None else {"max_server_requests": limit}
     with snodo.connect(
-        target, protocol="2025-11-25", input_handlers={"form": slow_form}, max_server_requests=4
+        target, protocol="2025-11-25", input_handlers={"form": slow_form}, **options
     ) as client:
         outcome: list[Any] = []
+        burst = {"count": count, "method": "elicitation/create", "params": FORM}
         caller = threading.Thread(
-            target=lambda: outcome.append(
-                client.call_tool(
-                    "ask_many", {"count": 7, "method": "elicitation/create", "params": FORM}
-                )
-            )
+            target=lambda: outcome.append(client.call_tool("ask_many", burst))
         )
         caller.start()
         try:
-            wait_until(lambda: len(refusals()) == 3 and len(running) == 4)
+            wait_until(lambda: len(refusals()) == count - allowed and len(running) == allowed)
         finally:
             release.set()
             caller.join(20.0)
         answers = outcome[0]["structuredContent"]["answers"]
-    assert len(running) == 4
-    assert sum("result" in a for a in answers) == 4
-    assert [a["error"]["code"] for a in answers if "error" in a] == [-32603] * 3
+        # The slots are given back: a second burst within the limit runs every handler.
+        again = client.call_tool("ask_many", {**burst, "count": allowed})
+        assert all("result" in a for a in again["structuredContent"]["answers"])
+    assert len(running) == 2 * allowed
+    assert sum("result" in a for a in answers) == allowed
+    assert [a["error"]["code"] for a in answers if "error" in a] == [-32603] * (count - allowed)
+
+
+def test_a_handler_may_close_its_own_connection(tmp_path: Path) -> None:
+    """close() called from inside a server-request handler (which the close then stops) still
+    closes the connection: the pending call fails -32000 and the server process ends."""
+    target, _ = scripted(tmp_path)
+    holder: dict[str, Any] = {}
+    closed = threading.Event()
+
+    def closing(params: dict[str, Any]) -> dict[str, Any]:
+        try:
+            holder["client"].close()
+        finally:
+            closed.set()
+        return {"action": "cancel"}
+
+    client = snodo.connect(target, protocol="2025-11-25", input_handlers={"form": closing})
+    holder["client"] = client
+    pid = client.transport.pid
+    try:
+        started = time.monotonic()
+        with pytest.raises(snodo.McpError) as caught:
+            client.call_tool("ask", {"method": "elicitation/create", "params": FORM}, timeout=20.0)
+        assert elapsed(started) < 5.0
+        assert caught.value.code == -32000
+        assert closed.wait(5.0)
+        wait_until(lambda: not support.exists(pid), 5.0)
+        assert_closed(client)
+    finally:
+        client.close()
+
+
+def test_a_progress_function_may_close_the_connection(tmp_path: Path) -> None:
+    """close() from the caller's own progress function: the call fails -32000, the server
+    process ends and nothing is left behind."""
+    target, _ = scripted(tmp_path)
+    client = snodo.connect(target, protocol="2025-06-18")
+    pid = client.transport.pid
+    try:
+        with pytest.raises(snodo.McpError) as caught:
+            client.call_tool("pulse", {"interval_ms": 20}, progress=lambda p: client.close())
+        assert caught.value.code == -32000
+        assert not support.exists(pid)
+    finally:
+        client.close()
+
+
+def assert_closed(client: Any) -> None:
+    with pytest.raises(snodo.McpError) as caught:
+        client.call_tool("echo", {"text": "after"})
+    assert caught.value.code == -32000
 
 
 def test_running_handlers_are_stopped_when_the_connection_closes(tmp_path: Path) -> None:

@@ -120,6 +120,33 @@ def test_close_fails_the_calls_in_flight_at_once(tmp_path: Path) -> None:
     assert all(isinstance(e, snodo.McpError) and e.code == -32000 for e in errors), errors
 
 
+def test_concurrent_close_calls_all_return_once_the_connection_is_closed(tmp_path: Path) -> None:
+    """close() is idempotent and returns only once the connection is closed, also for callers
+    that race the first one: when any close() returns, the server process is gone."""
+    ready = tmp_path / "ready"
+    client = snodo.connect(
+        support.script("broken_stubborn.py", "--ready", str(ready)), protocol=LATEST
+    )
+    pid = client.transport.pid
+    wait_until(ready.exists)
+    seen: list[bool] = []
+    go = threading.Barrier(4, timeout=10.0)
+
+    def closer() -> None:
+        go.wait()
+        client.close()
+        seen.append(support.exists(pid))
+
+    threads = [threading.Thread(target=closer) for _ in range(4)]
+    started = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(CLOSE_BOUND + 5.0)
+    assert elapsed(started) < CLOSE_BOUND + 1.0
+    assert seen == [False] * 4, "a close() returned while the server still existed"
+
+
 def test_many_connections_open_and_close_without_leaks(tmp_path: Path) -> None:
     """Connections opened and closed concurrently leave no process, zombie, fd, thread or actor:
     each thread opens its own client, uses it and closes it."""
@@ -167,10 +194,13 @@ def test_after_a_server_crash_close_leaves_nothing(tmp_path: Path) -> None:
     assert support.group_members(pid) == []
 
 
-def test_a_crashed_server_releases_its_connection_without_close(tmp_path: Path) -> None:
+@pytest.mark.parametrize("stdio", ["own", "inherited"])
+def test_a_crashed_server_releases_its_connection_without_close(tmp_path: Path, stdio: str) -> None:
     """A server exit ends the connection by itself: without any close() call the process is
-    reaped, its orphaned grandchild ended, and the fds, threads and actors released."""
-    target, pidfile = grandchild_server(tmp_path)
+    reaped, its orphaned grandchild ended, and the fds, threads and actors released; also when
+    the grandchild holds the server's stdout open, so that no EOF comes."""
+    options = ["--grandchild-inherits-stdio"] if stdio == "inherited" else []
+    target, pidfile = grandchild_server(tmp_path, *options)
     client = snodo.connect(target, protocol="2025-06-18")
     pid = client.transport.pid
     (child,) = wait_until(lambda: support.starts(pidfile))

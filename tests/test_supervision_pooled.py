@@ -631,7 +631,7 @@ def test_each_actor_handles_its_messages_one_at_a_time_in_order_under_load() -> 
             self.last: dict[int, int] = {}
             self.out_of_order = 0
             self.handled = 0
-            self.workers: set[str] = set()
+            self.workers: set[str] = set()  # which workers ran it
 
         def on_receive(self, message: Any) -> Any:
             self.in_flight += 1
@@ -677,7 +677,7 @@ def test_each_actor_handles_its_messages_one_at_a_time_in_order_under_load() -> 
         assert out_of_order == 0
         assert last == {s: per_sender - 1 for s in range(senders)}
     assert len(dispatcher.threads()) <= 4
-    assert max(s[4] for s in stats) > 1  # actors did move between workers
+    assert len(set().union(*(s[4] for s in stats))) > 1  # several workers ran at once
     for ref in actors:
         assert stop(ref, timeout=WAIT)
     assert dispatcher.shutdown(WAIT)

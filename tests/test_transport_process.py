@@ -15,6 +15,7 @@ import select
 import signal
 import stat
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -356,6 +357,43 @@ def test_spawn_works_when_the_parent_has_closed_its_stdio(children: Children) ->
     spawner = children.spawn("proc_spawner.py")
     assert process.wait_exit(spawner, DEADLINE) == 0
     process.close_fds(spawner)
+
+
+def _in_native_thread(fn: Callable[[], int]) -> int:
+    """Run ``fn`` in an OS thread (under gevent: the hub's thread pool, a hub of its own)."""
+    monkey = sys.modules.get("gevent.monkey")
+    if monkey is not None and monkey.is_module_patched("threading"):
+        import gevent
+
+        result: int = gevent.get_hub().threadpool.apply(fn)
+        return result
+    results: list[int] = []
+    thread = threading.Thread(target=lambda: results.append(fn()))
+    thread.start()
+    thread.join(DEADLINE)
+    assert results, "the thread did not finish"
+    return results[0]
+
+
+def test_spawn_and_terminate_from_an_os_thread(children: Children) -> None:
+    """Spawning from a native thread works in both modes. Under gevent child watchers exist only
+    on the main hub's loop, so the unpatched posix_spawn is used there; once gevent's child
+    watcher is active it may reap that child first, and the status is then lost (0, as
+    subprocess reports it), which process.py documents."""
+    spawned: list[ChildProcess] = []
+
+    def run() -> int:
+        child = children.spawn("proc_echo.py", "6")
+        spawned.append(child)
+        return process.terminate(child)
+
+    code = _in_native_thread(run)
+    assert code == spawned[0].returncode
+    monkey = sys.modules.get("gevent.monkey")
+    if monkey is not None and monkey.is_module_patched("os"):
+        assert code in (6, 0)
+    else:
+        assert code == 6
 
 
 # -- waiting ---------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ class IoHub:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._pending: list[tuple[str, int, _Watch | None]] = []
+        self._pending: list[tuple[str, int, _Watch | None, threading.Event | None]] = []
         self._watches: dict[int, _Watch] = {}
         self._thread: threading.Thread | None = None
         self._wake_r, self._wake_w = -1, -1
@@ -43,24 +43,31 @@ class IoHub:
     def watch(self, fd: int, on_data: Callable[[bytes], None], on_eof: Callable[[], None]) -> None:
         """Call ``on_data(chunk)`` for bytes read from ``fd`` and ``on_eof()`` once at its end."""
         with self._lock:
-            self._pending.append(("add", fd, _Watch(on_data, on_eof)))
+            self._pending.append(("add", fd, _Watch(on_data, on_eof), None))
             self._ensure_running()
             self._wake()
 
     def watch_ready(self, fd: int, on_ready: Callable[[], None]) -> None:
         """Call ``on_ready()`` once when ``fd`` becomes readable (a pidfd: the process exited)."""
         with self._lock:
-            self._pending.append(("add", fd, _Watch(None, on_ready)))
+            self._pending.append(("add", fd, _Watch(None, on_ready), None))
             self._ensure_running()
             self._wake()
 
-    def unwatch(self, fd: int) -> None:
-        """Stop reading ``fd`` (its callbacks may still run once if a read is under way)."""
+    def unwatch(self, fd: int, timeout: float = 5.0) -> None:
+        """Stop watching ``fd``; when this returns no callback for it is running or will run, so
+        the caller may close the descriptor (whose number the OS may then reuse at once)."""
+        done = threading.Event()
         with self._lock:
-            if self._thread is None:
+            thread = self._thread
+            if thread is None:
                 return
-            self._pending.append(("remove", fd, None))
+            self._pending.append(("remove", fd, None, done))
             self._wake()
+        if thread is threading.current_thread():
+            return  # from a callback: applied before the hub reads again
+        if not done.wait(timeout):
+            _log.warning("the I/O hub did not confirm an unwatch", fd=fd)
 
     @property
     def thread(self) -> threading.Thread | None:
@@ -85,7 +92,7 @@ class IoHub:
         """Apply registrations; False when nothing is left to watch (the thread then ends)."""
         with self._lock:
             pending, self._pending = self._pending, []
-            for action, fd, entry in pending:
+            for action, fd, entry, done in pending:
                 if action == "add" and entry is not None:
                     self._watches[fd] = entry
                     try:
@@ -98,6 +105,8 @@ class IoHub:
                         selector.unregister(fd)
                     except (KeyError, ValueError, OSError):
                         pass
+                if done is not None:
+                    done.set()
             if self._watches:
                 return True
             # Nothing left: end the thread while holding the lock, so a racing watch() starts a

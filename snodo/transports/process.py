@@ -29,7 +29,10 @@ registers the child with gevent's child watcher, libev reaps it as soon as the h
 patched ``os.waitpid`` hands over the status; the zombie can then not be held, and we check with
 ``waitid`` under our lock, without yielding, right before each signal. A status reaped behind
 everyone's back (``SIGCHLD`` set to ``SIG_IGN``, another ``waitpid(-1)`` caller) is lost:
-``returncode`` is then 0, as in ``subprocess``.
+``returncode`` is then 0, as in ``subprocess``. Under gevent, spawn from greenlets of the main
+thread: a child spawned from a native thread cannot be watched (see ``_posix_spawn``), so once
+gevent's child watcher is active (any patched spawn or ``gevent.subprocess`` use), libev may reap
+it first and its status is lost.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ import stat
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal, TypeVar
 
@@ -154,7 +157,7 @@ def spawn(
         else:
             path = _SHELL
             spawn_argv = [_SHELL, "-c", _CWD_TRAMPOLINE, "snodo-cwd", where, executable, *args]
-        pid = os.posix_spawn(
+        pid = _posix_spawn()(
             path,
             spawn_argv,
             child_env,
@@ -183,6 +186,25 @@ def spawn(
         pidfd=_pidfd_open(pid),
         argv=argv,
     )
+
+
+def _posix_spawn() -> Callable[..., int]:
+    """``os.posix_spawn``; under gevent, the patched one where it can watch the child.
+
+    gevent's patched ``posix_spawn`` registers the child with its child watcher so that the
+    patched ``os.waitpid`` gets its status; child watchers live on the default loop only, and the
+    patched call raises (after spawning) in a native thread with a hub of its own, so there we
+    spawn with the original and reap with the plain ``waitpid``.
+    """
+    monkey = sys.modules.get("gevent.monkey")
+    if monkey is None or not monkey.is_object_patched("os", "posix_spawn"):
+        return os.posix_spawn
+    import gevent
+
+    if gevent.get_hub().loop.default:
+        return os.posix_spawn
+    original: Callable[..., int] = monkey.get_original("os", "posix_spawn")
+    return original
 
 
 def _spawn_error(message: str, cause: int | str) -> McpError:

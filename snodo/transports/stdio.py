@@ -42,6 +42,8 @@ WRITE_TIMEOUT = 30.0
 #: Bounds on close(): graceful exit after stdin closes, then after SIGTERM (then SIGKILL).
 CLOSE_GRACE = 2.0
 TERM_WAIT = 2.0
+#: After stdout closes, how long to wait for the exit that usually follows (to report its status).
+EXIT_WAIT = 0.5
 
 _connection_ids = itertools.count(1)
 
@@ -163,8 +165,12 @@ class StdioTransport:
                 raise _copy(self._lost)
             self._pending[request_id] = call
         started = time.monotonic()
+        limit = WRITE_TIMEOUT if options.timeout is None else min(WRITE_TIMEOUT, options.timeout)
         try:
-            self._write(message, started + WRITE_TIMEOUT)
+            try:
+                self._write(message, started + limit)
+            except TimeoutError:
+                raise errors.timeout_error(limit, cause=("write_timeout",)) from None
             return self._await(request_id, call, options, started)
         finally:
             with self._lock:
@@ -175,10 +181,22 @@ class StdioTransport:
         with self._lock:
             if self._lost is not None:
                 raise _copy(self._lost)
-        self._write(message, time.monotonic() + WRITE_TIMEOUT)
+        try:
+            self._write(message, time.monotonic() + WRITE_TIMEOUT)
+        except TimeoutError:
+            raise errors.connection_error(
+                "The server does not read its stdin", cause=("write_timeout",)
+            ) from None
 
     def close(self) -> None:
-        """Close stdin, then end the process group (SIGTERM, then SIGKILL), within a bound."""
+        """Close stdin, then end the process group (SIGTERM, then SIGKILL), within a bound.
+
+        From inside one of this connection's own server-request handlers (which closing stops)
+        the close runs on a thread of its own and this returns at once.
+        """
+        if self._handlers.is_running_here():
+            self._close_async("closed from a server-request handler")
+            return
         with self._lock:
             starting = not self._close_started
             self._close_started = True
@@ -210,11 +228,13 @@ class StdioTransport:
     # -- internals: writing and waiting -------------------------------------------------------
 
     def _write(self, message: dict[str, Any], deadline: float) -> None:
+        """Write one message by ``deadline``; ``TimeoutError`` if it could not even start.
+
+        A message cut off half-way leaves the stream unusable: the connection is lost (-32000).
+        """
         data = jsonrpc.encode_line(message)
         if not self._write_lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
-            raise errors.connection_error(
-                "Timed out waiting to write to the server", cause=("write_timeout",)
-            )
+            raise TimeoutError("waiting to write")
         try:
             process.write_all(self._child.stdin, data, deadline)
         except BrokenPipeError:
@@ -223,13 +243,20 @@ class StdioTransport:
                     "The server closed its stdin (broken pipe)", cause=("port_exit", "epipe")
                 )
             ) from None
-        except TimeoutError:
-            raise errors.connection_error(
-                "The server does not read its stdin", cause=("write_timeout",)
-            ) from None
+        except TimeoutError as exc:
+            if getattr(exc, "characters_written", 0):
+                raise self._lose(
+                    errors.connection_error(
+                        "The server stopped reading its stdin in the middle of a message",
+                        cause=("write_timeout",),
+                    )
+                ) from None
+            raise
         except OSError as exc:
             raise self._lose(
-                errors.connection_error(f"Writing to the server failed: {exc}", cause=("write", str(exc)))
+                errors.connection_error(
+                    f"Writing to the server failed: {exc}", cause=("write", str(exc))
+                )
             ) from None
         finally:
             self._write_lock.release()
@@ -291,7 +318,7 @@ class StdioTransport:
         }
         try:
             self._write(note, time.monotonic() + 1.0)
-        except McpError:
+        except (McpError, TimeoutError):
             pass
 
     def _lose(self, error: McpError) -> McpError:
@@ -399,14 +426,14 @@ class StdioTransport:
     def _reply(self, reply: dict[str, Any]) -> None:
         try:
             self._write(reply, time.monotonic() + WRITE_TIMEOUT)
-        except McpError as error:
+        except (McpError, TimeoutError) as error:
             _log.info("could not answer a server request", connection=self.name, error=str(error))
 
     def _reply_soon(self, reply: dict[str, Any]) -> None:
         """Answer from the hub without blocking it for long (a short write deadline)."""
         try:
             self._write(reply, time.monotonic() + 0.1)
-        except McpError as error:
+        except (McpError, TimeoutError) as error:
             _log.info("could not answer a server request", connection=self.name, error=str(error))
 
     def _on_stdout_eof(self) -> None:
@@ -415,6 +442,8 @@ class StdioTransport:
         self._server_gone()
 
     def _on_exit(self) -> None:
+        if self._close_started:
+            return
         # The exit may be seen before the last lines the server wrote: read them first.
         while True:
             try:
@@ -427,21 +456,35 @@ class StdioTransport:
         self._server_gone(exited=True)
 
     def _server_gone(self, *, exited: bool = False) -> None:
-        """The server exited or closed its stdout: fail pending and later requests at once."""
+        """The server exited or closed its stdout: it can never answer again, so pending and
+        later requests fail -32000 at once, with the exit status when there is one."""
         status = process.poll_exit(self._child)
-        if status is None and exited:
+        if status is None and not exited:
+            # stdout closes a moment before the exit is visible: find out off the hub thread.
+            threading.Thread(
+                target=self._stdout_closed, name=f"snodo-exit-{self.name}", daemon=True
+            ).start()
+            return
+        if status is None:
             # Under gevent the child watcher collects the status when its hub runs: wait briefly.
             status = process.wait_exit(self._child, 1.0)
-        elif status is None and self._child.pidfd is not None:
-            return  # stdout closed but the process lives on; its exit will be reported
-        cause: tuple[Any, ...] = ("exit_status", status) if status is not None else ("stdout_closed",)
-        message = (
-            f"The server exited with status {status}"
-            if status is not None
-            else "The server closed its stdout"
-        )
-        self._lose(errors.connection_error(message, cause=cause))
-        self._close_async("the server exited")
+        self._lose_with_status(status)
+
+    def _stdout_closed(self) -> None:
+        self._lose_with_status(process.wait_exit(self._child, EXIT_WAIT))
+
+    def _lose_with_status(self, status: int | None) -> None:
+        if status is not None:
+            self._lose(
+                errors.connection_error(
+                    f"The server exited with status {status}", cause=("exit_status", status)
+                )
+            )
+        else:
+            self._lose(
+                errors.connection_error("The server closed its stdout", cause=("stdout_closed",))
+            )
+        self._close_async("the server is gone")
 
     def _on_stderr(self, chunk: bytes) -> None:
         for line in self._stderr_framer.feed(chunk):
@@ -496,6 +539,10 @@ class _HandlerPool:
             self._running.add(task)
         started.set()
         return True
+
+    def is_running_here(self) -> bool:
+        with self._lock:
+            return any(task.is_current() for task in self._running)
 
     def shutdown(self, timeout: float = 2.0) -> None:
         with self._lock:

@@ -44,6 +44,10 @@ def junk(server: Server, request_id: Any) -> None:
             json.dumps({"jsonrpc": "2.0", "id": str(request_id), "result": wrong}).encode(),
             json.dumps({"jsonrpc": "2.0", "id": float(request_id), "result": wrong}).encode(),
             json.dumps({"jsonrpc": "2.0", "id": -request_id, "result": wrong}).encode(),
+            json.dumps({"jsonrpc": "2.0", "id": request_id + 2**64, "result": wrong}).encode(),
+            json.dumps({"jsonrpc": "2.0", "id": request_id * 10**40, "result": wrong}).encode(),
+            b'{"jsonrpc": "2.0", "id": %d.0e0, "result": {"wrong": true}}' % request_id,
+            json.dumps({"jsonrpc": "2.0", "id": True, "result": wrong}).encode(),
         ]
     server.write_raw(b"\n".join(lines) + b"\n")
 

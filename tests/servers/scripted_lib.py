@@ -18,6 +18,9 @@ Options (shared by every script):
                          lifecycle rules to the first request it sees)
   --reorder              answer ``echo`` calls in batches, in reverse order
   --advertise V,V,...    the supportedVersions a server/discover result lists (default: --versions)
+  --ask-during-initialize METHOD
+                         before answering initialize, send METHOD to the client and wait for
+                         the answer (repeatable; tool ``answers`` returns what came back)
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ class Server:
         parser.add_argument("--strict-lifecycle", action="store_true")
         parser.add_argument("--reorder", action="store_true")
         parser.add_argument("--advertise")
+        parser.add_argument("--ask-during-initialize", action="append", default=[])
         parser.add_argument("--name", default="scripted")
         self.args, self.extra = parser.parse_known_args(argv)
         self.versions = [v for v in self.args.versions.split(",") if v]
@@ -74,6 +78,7 @@ class Server:
         self.negotiated: str | None = None
         self.calls = 0
         self.reordered_batches = 0
+        self.early_answers: list[dict[str, Any]] = []
         self.held: list[tuple[Any, dict[str, Any]]] = []
         self.held_cond = threading.Condition()
         self.tools: dict[str, Tool] = {}
@@ -124,11 +129,15 @@ class Server:
 
     # -- server-to-client requests ---------------------------------------------------------------
 
-    def start_request(self, method: str, params: dict[str, Any] | None) -> Any:
-        """Send a request to the client; returns its id (small integers, like the client's)."""
+    def start_request(
+        self, method: str, params: dict[str, Any] | None, request_id: Any = None
+    ) -> Any:
+        """Send a request to the client; returns its id (small integers, like the client's,
+        unless ``request_id`` is given)."""
         with self.state_lock:
-            self.next_id += 1
-            request_id = self.next_id
+            if request_id is None:
+                self.next_id += 1
+                request_id = self.next_id
             self.waiting[request_id] = [threading.Event(), None]
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
         if params is not None:
@@ -205,6 +214,22 @@ class Server:
         return {"name": self.args.name, "version": "9.9.9"}
 
     def on_initialize(self, request_id: Any, params: dict[str, Any]) -> None:
+        if self.args.ask_during_initialize:
+            threading.Thread(
+                target=self._initialize_after_asking, args=(request_id, params)
+            ).start()
+            return
+        self._initialize(request_id, params)
+
+    def _initialize_after_asking(self, request_id: Any, params: dict[str, Any]) -> None:
+        """Send each --ask-during-initialize method to the client and wait for its answer
+        before answering initialize; the answers are kept for the ``answers`` tool."""
+        for method in self.args.ask_during_initialize:
+            sent = self.start_request(method, None)
+            self.early_answers.append(self.await_response(sent, 10.0))
+        self._initialize(request_id, params)
+
+    def _initialize(self, request_id: Any, params: dict[str, Any]) -> None:
         legacy = [v for v in self.versions if v != STATELESS]
         requested = params.get("protocolVersion")
         if self.args.init_version:
@@ -347,6 +372,10 @@ class Server:
                 }
             )
 
+        @self.tool("answers")
+        def answers(server: Server, rid: Any, args: dict[str, Any], meta: dict[str, Any]) -> Any:
+            return structured({"answers": server.early_answers})
+
         @self.tool("stats")
         def stats(server: Server, rid: Any, args: dict[str, Any], meta: dict[str, Any]) -> Any:
             return structured({"calls": server.calls, "reordered": server.reordered_batches})
@@ -386,6 +415,16 @@ class Server:
             """Exit at once with status ``code`` (no response)."""
             os._exit(int(args.get("code", 1)))
 
+        @self.tool("answer_and_exit")
+        def answer_and_exit(
+            server: Server, rid: Any, args: dict[str, Any], meta: dict[str, Any]
+        ) -> Any:
+            """Write this call's response (after ``notes`` notifications), then exit at once."""
+            for i in range(int(args.get("notes", 0))):
+                server.notify("notifications/message", {"level": "info", "data": f"bye {i}"})
+            server.respond(rid, text("last words"))
+            os._exit(int(args.get("code", 0)))
+
         @self.tool("respond_for")
         def respond_for(
             server: Server, rid: Any, args: dict[str, Any], meta: dict[str, Any]
@@ -396,8 +435,12 @@ class Server:
 
         @self.tool("ask", threaded=True)
         def ask(server: Server, rid: Any, args: dict[str, Any], meta: dict[str, Any]) -> Any:
-            """Send one request to the client and return its answer."""
-            sent = server.start_request(args["method"], args.get("params"))
+            """Send one request to the client and return its answer. ``id``: the request id
+            to use; ``"same"`` reuses the id of this tools/call (pending on the client)."""
+            wanted = args.get("id")
+            sent = server.start_request(
+                args["method"], args.get("params"), rid if wanted == "same" else wanted
+            )
             return structured({"answer": server.await_response(sent)})
 
         @self.tool("ask_many", threaded=True)
