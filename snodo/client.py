@@ -31,6 +31,9 @@ _ids = itertools.count(1)
 #: The pause before re-sending a result that carried only a requestState (as the TS client does).
 STATE_ONLY_RETRY_DELAY = 0.25
 
+#: How long a second close() waits for the first one to finish (a transport bounds its own close).
+CLOSE_WAIT = 30.0
+
 ProgressTarget = Any  # a callable, a queue.Queue, or a Pykka ActorRef
 
 
@@ -110,6 +113,7 @@ class Client:
         self._session = session
         self._closed = False
         self._close_lock = threading.Lock()
+        self._close_done = threading.Event()
 
     # -- what the connection is -------------------------------------------------------------
 
@@ -319,12 +323,18 @@ class Client:
         )
 
     def close(self) -> None:
-        """Close the connection; later calls fail with -32000. Idempotent."""
+        """Close the connection; later calls fail with -32000. Idempotent: every caller returns
+        once the connection is closed (a racing caller waits for the first, within a bound)."""
         with self._close_lock:
-            if self._closed:
-                return
+            first = not self._closed
             self._closed = True
-        self._transport.close()
+        if first:
+            try:
+                self._transport.close()
+            finally:
+                self._close_done.set()
+        else:
+            self._close_done.wait(CLOSE_WAIT)
 
     # -- the request pipeline ---------------------------------------------------------------
 

@@ -13,9 +13,11 @@ deadline; every process is reaped.
 
 from __future__ import annotations
 
+import io
 import itertools
 import json
 import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -27,6 +29,7 @@ from typing import Any
 
 import pytest
 
+from snodo.server.stdio import serve_stdio
 from tests.test_server_support import (
     CC,
     CI,
@@ -35,6 +38,7 @@ from tests.test_server_support import (
     PV,
     VERSIONS,
     check_response,
+    example_runtime,
     validate,
 )
 
@@ -120,12 +124,14 @@ class Server:
         if self._eof:
             return None
         remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise AssertionError("no message before the deadline")
         try:
+            if remaining <= 0:
+                raise queue.Empty
             line = self._inbox.get(timeout=remaining)
         except queue.Empty:
-            raise AssertionError("no message before the deadline") from None
+            raise AssertionError(
+                f"no message before the deadline; backlog {self.backlog}; stderr {self.stderr()}"
+            ) from None
         if not line:
             self._eof = True
             return None
@@ -616,6 +622,17 @@ def test_over_the_concurrency_limit_is_server_busy(
 
 
 @all_versions
+def test_a_sequential_client_never_sees_busy(servers: Callable[..., Server], version: str) -> None:
+    """A worker frees its slot before it writes its response: with max_concurrency 1, a client
+    that sends each request once the previous response arrived is always served."""
+    server = servers(EXAMPLE, "--max-concurrency", "1")
+    client = Client(server, version)
+    for i in range(200):
+        response = client.response(client.call("echo", {"text": str(i)}))
+        assert "error" not in response, (i, response)
+
+
+@all_versions
 def test_concurrent_responses_never_interleave(
     servers: Callable[..., Server], version: str
 ) -> None:
@@ -796,6 +813,42 @@ def test_end_of_stdin_does_not_wait_forever(servers: Callable[..., Server]) -> N
     assert code == 0
     assert took < PROMPT_EXIT
     assert "still running" in server.stderr()
+
+
+def test_sigterm_ends_the_server_promptly(servers: Callable[..., Server]) -> None:
+    """(d)8 shutdown: SIGTERM (the client's next step after closing stdin) ends the server at
+    once, even with a request running."""
+    server = servers(TOOLS)
+    client = Client(server, LEGACY[0])
+    client.call("gate", meta={"progressToken": "t"})
+    client.progress("t")
+    start = time.monotonic()
+    server.proc.send_signal(signal.SIGTERM)
+    assert server.wait() == -signal.SIGTERM
+    assert time.monotonic() - start < PROMPT_EXIT
+
+
+@all_versions
+def test_serve_stdio_on_given_streams(version: str) -> None:
+    """serve_stdio(runtime, stdin=..., stdout=...) serves any binary streams in process and
+    returns 0 at the end of its input."""
+    rid = next(_ids)
+    params: dict[str, Any] = {"name": "echo", "arguments": {"text": "in process"}}
+    lines = []
+    if version == MODERN:
+        params["_meta"] = {PV: version, CC: CAPS, CI: CLIENT_INFO}
+    else:
+        init = {"protocolVersion": version, "capabilities": CAPS, "clientInfo": CLIENT_INFO}
+        lines.append({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init})
+        lines.append({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    lines.append({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params})
+    stdin = io.BytesIO(b"".join(json.dumps(line).encode() + b"\n" for line in lines))
+    stdout = io.BytesIO()
+    assert serve_stdio(example_runtime(), stdin=stdin, stdout=stdout) == 0
+    responses = [json.loads(line) for line in stdout.getvalue().splitlines()]
+    assert [r["id"] for r in responses] == [r["id"] for r in lines if "id" in r]
+    check_response(version, "tools/call", responses[-1])
+    assert text_of(responses[-1]["result"]) == "in process"
 
 
 # -- the command line ----------------------------------------------------------------------------

@@ -14,7 +14,12 @@ Threads (greenlets when gevent has patched ``threading``):
   the server's own requests, and starts one **worker** per other request;
 - a **worker** runs :func:`dispatch` for its request and writes the progress notifications,
   the server-to-client requests and the response of that request. At most ``max_concurrency``
-  workers run at once; a request over the limit is answered -32603 "Server busy" at once.
+  workers run at once; a request over the limit is answered -32603 "Server busy" at once. A
+  worker frees its slot before it writes its response, so a client that waits for each response
+  before sending the next request never sees "Server busy".
+
+Under gevent the blocking reads of stdin and writes of stdout run on gevent's thread pool, so
+the hub (and every worker greenlet) keeps running while the reader waits for input.
 
 Output: each message is encoded once and written (and flushed) under one lock, so lines never
 interleave; only protocol messages reach the protocol stream. While :func:`serve_stdio` serves
@@ -37,7 +42,7 @@ ignores it anyway). Progress reports of a cancelled request are dropped too.
 
 Errors nobody can be told about by id: an undecodable line and an oversized line (its id is
 never read: the line is not buffered whole) are answered with ``"id": null`` (JSON-RPC 2.0 §5;
-the MCP schemas type the id as optional, snodo's codec and the official SDKs send null). An
+the MCP schemas type the id as optional; snodo's codec and the official Python SDK use null). An
 envelope error carries the message's id when it had a valid one. A response for an id the server
 is not waiting on is logged (stderr) and dropped.
 
@@ -152,6 +157,7 @@ class _Job:
     id: RequestId
     method: str
     cancelled: bool = False
+    holds_slot: bool = True
     #: The server-to-client requests this job is waiting on (at most one at a time).
     asking: set[str] = field(default_factory=set)
 
@@ -215,7 +221,8 @@ class _Server:
         self._grace = shutdown_grace
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
-        self._running = 0  # workers started and not finished
+        self._running = 0  # workers started and not finished (shutdown waits for these)
+        self._busy = 0  # workers holding a concurrency slot (freed before their response)
         self._jobs: dict[RequestId, _Job] = {}
         self._pending: dict[str, _Pending] = {}
         self._server_ids = itertools.count(1)
@@ -305,8 +312,9 @@ class _Server:
             return
         job = _Job(request.id, request.method)
         with self._lock:
-            busy = self._running >= self._max_concurrency
+            busy = self._busy >= self._max_concurrency
             if not busy:
+                self._busy += 1
                 self._running += 1
                 self._jobs[request.id] = job
         if busy:
@@ -393,6 +401,9 @@ class _Server:
         self._local.job = job
         try:
             response = self._dispatch(message)
+            # Free the slot before answering: a client that sends its next request once this
+            # response arrives must never find the slot still taken.
+            self._release_slot(job)
             if job.cancelled:
                 _log.debug("suppressed the response to a cancelled request", id=job.id)
             else:
@@ -401,7 +412,14 @@ class _Server:
             self._local.job = None
             self._finished(job)
 
+    def _release_slot(self, job: _Job) -> None:
+        with self._lock:
+            if job.holds_slot:
+                job.holds_slot = False
+                self._busy -= 1
+
     def _finished(self, job: _Job) -> None:
+        self._release_slot(job)
         with self._lock:
             self._running -= 1
             if self._jobs.get(job.id) is job:

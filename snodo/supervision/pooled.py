@@ -392,6 +392,10 @@ class PooledActor(Actor):
         _current.ref = self.actor_ref
         try:
             more = self._pooled_context.run(self._pooled_steps)
+        except BaseException as exc:  # the context could not be entered (a bug): end it
+            if self._pooled_phase != _DONE:
+                self._snodo_terminate(Crash(exc), _exc_info(exc))
+            more = None
         finally:
             _current.ref = None
         # The flag is released only here, outside the actor's context: a put that comes
