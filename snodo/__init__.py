@@ -18,6 +18,7 @@ _EXPORTS = {
     "direct": "snodo.connections",
     "connect": "snodo.connections",
     "Stdio": "snodo.transports.stdio",
+    "Http": "snodo.transports.http",
     "McpError": "snodo.protocol.errors",
     "HandlerError": "snodo.protocol.errors",
     "InputRequired": "snodo.protocol.results",
@@ -32,6 +33,7 @@ __all__ = [
     "SUPPORTED_VERSIONS",
     "Client",
     "HandlerError",
+    "Http",
     "InputRequired",
     "McpError",
     "Page",
@@ -58,6 +60,7 @@ if TYPE_CHECKING:
     from snodo.protocol.results import Page as Page
     from snodo.transports.base import RequestOptions as RequestOptions
     from snodo.transports.base import Transport as Transport
+    from snodo.transports.http import Http as Http
     from snodo.transports.stdio import Stdio as Stdio
 
 

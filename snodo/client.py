@@ -13,6 +13,7 @@ import queue
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any, cast
 
 from snodo.protocol import errors, inputs, negotiation, paging, results
@@ -218,7 +219,8 @@ class Client:
         else:
             raise TypeError("tool must be a name or a tool definition dict")
         params = {"name": name, "arguments": dict(arguments) if arguments is not None else {}}
-        return self._call(
+        call = partial(
+            self._call,
             "tools/call",
             params,
             timeout=timeout,
@@ -230,8 +232,20 @@ class Client:
             max_input_rounds=max_input_rounds,
             reset_timeout_on_progress=reset_timeout_on_progress,
             max_total_timeout=max_total_timeout,
-            tool=definition,
         )
+        try:
+            return call(tool=definition)
+        except McpError as error:
+            if error.code != errors.HEADER_MISMATCH or definition is not None:
+                raise
+            if not getattr(self._transport, "tool_headers", False):
+                raise
+            # Called by name, a tool that needs Mcp-Param-* headers is refused: list the tools
+            # and retry once with the definition.
+            found = next((t for t in self.list_tools(timeout=timeout) if t.get("name") == name), None)
+            if found is None:
+                raise
+            return call(tool=found)
 
     def read_resource(
         self,
@@ -350,7 +364,12 @@ class Client:
     def _page(self, method: str, cursor: str | None, timeout: float | None) -> Page:
         params = {"cursor": cursor} if cursor is not None else None
         result = self._complete(self._call(method, params, timeout=timeout))
-        return results.page_of(method, result)
+        page = results.page_of(method, result)
+        if method == "tools/list" and getattr(self._transport, "tool_headers", False):
+            from snodo.transports.http import filter_listed_tools
+
+            page = replace(page, items=filter_listed_tools(page.items))
+        return page
 
     @staticmethod
     def _complete(outcome: dict[str, Any] | InputRequired) -> dict[str, Any]:

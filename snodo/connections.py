@@ -85,10 +85,15 @@ def connect(
     reset_timeout_on_progress: bool = False,
     max_total_timeout: float | None = 600.0,
     owner: Any = None,
+    headers: Mapping[str, str] | None = None,
+    token_provider: Any = None,
+    verify: bool = True,
+    ca_certs: str | None = None,
+    client_cert: str | tuple[str, str] | None = None,
 ) -> Client:
     """Connect to a server and settle the protocol version before returning.
 
-    ``target`` is ``snodo.Stdio(command, args)``. Allowed versions from both eras are probed with
+    ``target`` is ``snodo.Stdio(command, args)`` or ``snodo.Http(url)``. Allowed versions from both eras are probed with
     ``server/discover`` (``probe_timeout``); any answer but a discovery result reopens the
     transport — on stdio that starts the server again — and sends ``initialize``. A pin, or a
     list from one era, skips the probe.
@@ -113,8 +118,28 @@ def connect(
         raise ValueError("max_server_requests must be a positive integer")
     if not isinstance(max_response_bytes, int) or max_response_bytes < 1:
         raise ValueError("max_response_bytes must be a positive integer")
+    from snodo.transports.http import Http, HttpTransport
+
+    if isinstance(target, Http):
+        if env is not None or cwd is not None:
+            raise ValueError("env= and cwd= apply to stdio servers only")
+
+        def open_http() -> HttpTransport:
+            return HttpTransport(
+                target,
+                headers=headers,
+                token_provider=token_provider,
+                max_response_bytes=max_response_bytes,
+                verify=verify,
+                ca_certs=ca_certs,
+                client_cert=client_cert,
+            )
+
+        return negotiate(open_http, options, probe_timeout)
     if not isinstance(target, Stdio):
-        raise TypeError(f"cannot connect to {target!r}: expected snodo.Stdio(...)")
+        raise TypeError(f"cannot connect to {target!r}: expected snodo.Stdio(...) or snodo.Http(...)")
+    if headers is not None or token_provider is not None:
+        raise ValueError("headers= and token_provider= apply to HTTP servers only")
     watched = current_owner() if owner is None else owner_of(owner)
     answer = partial(answer_server_request, options.input_handlers)
 

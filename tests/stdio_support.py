@@ -13,7 +13,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -275,14 +275,6 @@ def warm_up() -> None:
             client.call_tool("echo", {"text": "warm"})
     except Exception:  # a broken transport fails the tests themselves, not every setup
         return
-
-
-def thread_ident() -> int:
-    return threading.get_ident()
-
-
-def versions_of(messages: Sequence[dict[str, Any]]) -> list[str]:
-    return [m["params"]["protocolVersion"] for m in messages if m.get("method") == "initialize"]
 
 
 def reset_peak_rss() -> None:

@@ -691,6 +691,60 @@ def test_a_handler_may_close_its_own_connection(tmp_path: Path) -> None:
         client.close()
 
 
+def test_an_abandoned_handler_never_writes_into_a_later_connection(tmp_path: Path) -> None:
+    """Handlers still running when the connection closes are killed, or at least silenced: a
+    handler that outlives its connection (blocked where it cannot be interrupted) must not write
+    its answer anywhere, in particular not into a connection opened after the close, which may
+    have been given the same file descriptor numbers."""
+    first, _ = scripted(tmp_path, "scripted_server.py")
+    second_log = tmp_path / "second.jsonl"
+    second = support.script("scripted_server.py", "--log", str(second_log))
+    entered = threading.Event()
+    finished = threading.Event()
+    release = threading.Event()
+
+    def blocked(params: dict[str, Any]) -> dict[str, Any]:
+        entered.set()
+        try:
+            release.wait(5.0)  # one blocking call: a thread cannot be interrupted inside it
+        finally:
+            finished.set()
+        return {"action": "accept", "content": {"n": "late"}}
+
+    client = snodo.connect(first, protocol="2025-11-25", input_handlers={"form": blocked})
+    failures: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            client.call_tool("ask", {"method": "elicitation/create", "params": FORM})
+        except BaseException as exc:
+            failures.append(exc)
+
+    caller = threading.Thread(target=call)
+    caller.start()
+    other = None
+    try:
+        assert entered.wait(10.0)
+        client.close()
+        caller.join(5.0)
+        assert isinstance(failures[0], snodo.McpError) and failures[0].code == -32000
+        other = snodo.connect(second, protocol="2025-11-25")
+        release.set()
+        assert finished.wait(10.0)
+        wait_until(
+            lambda: not any(t.name == "snodo-server-request" for t in threading.enumerate()), 5.0
+        )
+        assert text_of(other.call_tool("echo", {"text": "mine"})) == "mine"
+        stray = [m for m in support.read_messages(second_log) if "method" not in m]
+        assert stray == [], f"the old connection's handler wrote into the new one: {stray}"
+    finally:
+        release.set()
+        caller.join(5.0)
+        client.close()
+        if other is not None:
+            other.close()
+
+
 def test_a_progress_function_may_close_the_connection(tmp_path: Path) -> None:
     """close() from the caller's own progress function: the call fails -32000, the server
     process ends and nothing is left behind."""

@@ -753,6 +753,26 @@ def test_a_turn_runs_in_the_actors_own_context() -> None:
     assert dispatcher.shutdown(WAIT)
 
 
+def test_an_ended_pooled_actor_is_not_kept_alive() -> None:
+    """As a thread actor's object goes with its thread, an ended pooled actor is freed.
+
+    Only its ref (and what it holds: the inbox, the exit reason) may outlive it.
+    """
+    dispatcher = Dispatcher(workers=1, name="gc-pool")
+    ref = on(dispatcher, Worker).start()
+    assert call(ref, "hi", WAIT) == "hi"
+    actor = ref._snodo_proc.actor  # a weakref
+    assert actor() is not None
+    assert stop(ref, timeout=WAIT)
+    done: queue.Queue[bool] = queue.Queue(maxsize=1)
+    dispatcher.submit(lambda: done.put(True))  # the one worker has left the last turn
+    assert done.get(timeout=WAIT)
+    gc.collect()
+    assert actor() is None
+    assert exit_reason(ref) == SHUTDOWN
+    assert dispatcher.shutdown(WAIT)
+
+
 # -- cost ------------------------------------------------------------------------------
 
 

@@ -234,6 +234,17 @@ def test_cancelled_timers_do_not_pile_up_in_the_heap(service: TimerService) -> N
     assert len(service._heap) <= 2 * service.pending() + 1
 
 
+def test_a_far_deadline_does_not_disturb_the_service(
+    service: TimerService, out: queue.Queue[Any]
+) -> None:
+    """A deadline beyond what one wait can take (TIMEOUT_MAX) is waited for in steps."""
+    far = service.call_later(1e12, lambda: out.put("far"))
+    service.call_later(0.0, lambda: out.put("near"))
+    assert out.get(timeout=WAIT) == "near"
+    assert active(far)
+    assert far.cancel()
+
+
 @pytest.mark.parametrize("delay", [-1.0, float("nan"), float("inf")])
 def test_delays_must_be_finite_and_not_negative(service: TimerService, delay: float) -> None:
     with pytest.raises(ValueError, match="delay"):

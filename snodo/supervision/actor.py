@@ -10,7 +10,11 @@ A ``BaseException`` is contained: it crashes this actor only and never reaches P
 ``ActorCrashed``. Waits are bounded: ``call``, ``stop`` and ``join`` take deadlines, and
 the inbox closes atomically with its drain so no ask is ever left unanswered.
 
-Hooks (all run in the actor's own thread or greenlet):
+``PooledActor`` (``pooled.py``) runs the same exit semantics (``_snodo_setup``,
+``_snodo_handle``, ``_snodo_terminate``) in turns on a shared worker pool instead of a
+thread of its own.
+
+Hooks (all run in the actor's own thread or greenlet, or a pooled actor's turn):
 
 * ``on_start()``; ``on_stop()`` after any exit that is not a crash of the actor's own
   code (stop, link exit, kill once the running handler returned); ``on_failure(type,

@@ -44,7 +44,7 @@ from pykka._envelope import Envelope
 
 from snodo._log import get_logger
 from snodo.supervision._inbox import BaseInbox
-from snodo.supervision.actor import _add_exit_callback
+from snodo.supervision.actor import _PROC_ATTR, _add_exit_callback
 from snodo.supervision.pooled import _service_thread
 from snodo.supervision.reasons import InboxFull, Reason, SupervisionError
 
@@ -62,6 +62,7 @@ MAX_PENDING_TIMERS = 1_000_000
 """Default bound on the timers pending in one ``TimerService``."""
 
 _COMPACT_MIN = 64  # do not compact heaps smaller than this
+_MAX_WAIT = 3600.0  # longest single wait (a far deadline is waited for in steps)
 
 _PENDING, _FIRED, _CANCELLED = 0, 1, 2
 
@@ -177,7 +178,7 @@ class TimerService:
     def send_after(self, ref: ActorRef[Any], message: Any, delay: float) -> Timer:
         """Tell ``ref`` ``message`` after ``delay`` seconds unless cancelled (see module)."""
         timer = self._add(delay, None, ref, message)
-        if hasattr(ref, "_snodo_proc"):  # a snodo actor: its end cancels the timer
+        if hasattr(ref, _PROC_ATTR):  # a snodo actor: its end cancels the timer
             unhook = _add_exit_callback(ref, timer._actor_ended)
             with self._lock:
                 keep = timer._state == _PENDING
@@ -287,7 +288,7 @@ class TimerService:
                     if wait <= 0:
                         self._thread = None
                         return None
-                self._cond.wait(wait)
+                self._cond.wait(min(wait, _MAX_WAIT))
             return None
 
     def _run(self) -> None:

@@ -1,0 +1,496 @@
+"""The Streamable HTTP transport: one POST per message on a shared keep-alive urllib3 pool.
+
+Requests run in the calling thread. A JSON answer is read whole (within ``max_response_bytes``);
+an event-stream answer is read as it arrives with ``read1()``: progress is delivered as it comes,
+initialize-era server requests are answered by the input handlers in the calling thread and
+POSTed back, and the call returns at the event that carries its response. A timeout shuts the
+response down, which the server treats as cancellation. Headers come from the dialect's policy
+(``snodo.protocol.headers``); bearer tokens from an optional ``TokenProvider`` (``snodo.auth``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import urllib3
+
+from snodo._log import get_logger
+from snodo.auth import Challenge, TokenProvider, check_token, needs_refresh, select_challenge
+from snodo.protocol import errors, jsonrpc
+from snodo.protocol.errors import McpError
+from snodo.protocol.headers import check_user_headers, filter_tools, mcp_headers
+from snodo.protocol.sse import EventTooLarge, SseParser
+from snodo.transports.base import RequestOptions
+
+_log = get_logger("snodo.transports.http")
+
+ACCEPT = "application/json, text/event-stream"
+READ_SIZE = 64 * 1024
+#: How long close() waits for the DELETE that ends an initialize-era session.
+DELETE_WAIT = 5.0
+#: Connections kept per host in the shared pool (concurrent requests beyond it open and close).
+POOL_MAXSIZE = 32
+
+
+@dataclass(frozen=True, slots=True)
+class Http:
+    """A Streamable HTTP target: ``snodo.connect(snodo.Http("https://example.test/mcp"))``."""
+
+    url: str
+
+    def __post_init__(self) -> None:
+        parts = urlsplit(self.url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"not an http(s) URL: {self.url!r}")
+
+
+_pools: dict[tuple[Any, ...], urllib3.PoolManager] = {}
+_pools_lock = threading.Lock()
+
+
+def _pool(verify: bool, ca_certs: str | None, client_cert: Any) -> urllib3.PoolManager:
+    """The process-wide keep-alive pool for one TLS configuration."""
+    cert_file, key_file = (client_cert, None) if isinstance(client_cert, str) else (client_cert or (None, None))
+    key = (verify, ca_certs, cert_file, key_file)
+    with _pools_lock:
+        pool = _pools.get(key)
+        if pool is None:
+            pool = urllib3.PoolManager(
+                num_pools=64,
+                maxsize=POOL_MAXSIZE,
+                block=False,
+                retries=False,
+                cert_reqs="CERT_REQUIRED" if verify else "CERT_NONE",
+                ca_certs=ca_certs,
+                cert_file=cert_file,
+                key_file=key_file,
+            )
+            _pools[key] = pool
+        return pool
+
+
+class _Watchdog:
+    """Shuts a response down at a deadline, so a blocked read fails at once (the shared timer
+    service runs it: no thread per request)."""
+
+    def __init__(self) -> None:
+        self._timer: Any = None
+        self.fired = False
+
+    def arm(self, response: Any, delay: float) -> None:
+        from snodo.supervision.timers import call_later
+
+        self.cancel()
+
+        def fire() -> None:
+            self.fired = True
+            try:
+                response.shutdown()
+            except Exception:
+                pass
+
+        self._timer = call_later(max(0.0, delay), fire)
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+
+class HttpTransport:
+    """One MCP endpoint over Streamable HTTP."""
+
+    #: The client filters tools with invalid x-mcp-header annotations and retries on -32020.
+    tool_headers = True
+
+    def __init__(
+        self,
+        target: Http,
+        *,
+        headers: Mapping[str, str] | None = None,
+        token_provider: TokenProvider | None = None,
+        max_response_bytes: int = 16 * 1024 * 1024,
+        verify: bool = True,
+        ca_certs: str | None = None,
+        client_cert: str | tuple[str, str] | None = None,
+    ) -> None:
+        self.target = target
+        self.url = target.url
+        self._user_headers = check_user_headers(
+            dict(headers or {}), token_provider=token_provider is not None
+        )
+        self._provider = token_provider
+        self._limit = max_response_bytes
+        self._pool = _pool(verify, ca_certs, client_cert)
+        self.session_id: str | None = None
+        self._closed = False
+
+    # -- Transport protocol ------------------------------------------------------------------
+
+    def request(self, message: dict[str, Any], options: RequestOptions) -> dict[str, Any]:
+        """POST a request and return its response (JSON, or the event that carries it)."""
+        self._check_open()
+        body = jsonrpc.encode(message)
+        headers = mcp_headers(
+            options.dialect, message, tool=options.tool, session_id=self._session_for(message)
+        )
+        response, deadline = self._post(body, headers, options.timeout)
+        capture = message.get("method") == "initialize"
+        try:
+            if capture:
+                sid = response.headers.get("mcp-session-id")
+                if sid is not None:
+                    self.session_id = sid
+            return self._answer(message, response, options, deadline)
+        finally:
+            response.release_conn()
+
+    def notify(self, message: dict[str, Any], options: RequestOptions) -> None:
+        """POST a notification (or an answer to a server request); expects 202 with no body."""
+        self._check_open()
+        self._post_quiet(jsonrpc.encode(message), mcp_headers(
+            options.dialect, message, session_id=self.session_id
+        ), options.timeout)
+
+    def delete_session(self, timeout: float | None = None) -> None:
+        """End the initialize-era session with DELETE (its outcome is ignored; 405 is fine)."""
+        if self.session_id is None:
+            return
+        wait = DELETE_WAIT if timeout is None else min(timeout, DELETE_WAIT)
+        headers = {"mcp-session-id": self.session_id}
+        if self._version is not None:
+            headers["MCP-Protocol-Version"] = self._version
+        try:
+            response, _ = self._send("DELETE", None, headers, wait)
+            response.drain_conn()
+            response.release_conn()
+        except McpError as error:
+            _log.info("session DELETE failed", url=self.url, error=error.message)
+
+    def close(self) -> None:
+        """Send the session's DELETE (bounded), then stop; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self.delete_session()
+
+    # -- internals -----------------------------------------------------------------------------
+
+    _version: str | None = None
+
+    def _session_for(self, message: dict[str, Any]) -> str | None:
+        return None if message.get("method") == "initialize" else self.session_id
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise errors.connection_error("Connection closed", cause=("closed",))
+
+    def _post(
+        self, body: bytes, headers: dict[str, str], timeout: float | None
+    ) -> tuple[Any, float | None]:
+        version = headers.get("MCP-Protocol-Version")
+        if version is not None:
+            self._version = version
+        return self._send("POST", body, headers, timeout)
+
+    def _post_quiet(self, body: bytes, headers: dict[str, str], timeout: float | None) -> None:
+        response, _ = self._post(body, headers, timeout)
+        try:
+            if 200 <= response.status < 300:
+                self._read_all(response, None)  # usually empty (202)
+                return
+            raise self._status_error(response, None)
+        finally:
+            response.release_conn()
+
+    def _send(
+        self, method: str, body: bytes | None, headers: dict[str, str], timeout: float | None
+    ) -> tuple[Any, float | None]:
+        """Send with the token provider's token; refresh once after a 401 (or a 403 step-up)."""
+        token = self._token()
+        response, deadline = self._attempt(method, body, headers, token, timeout)
+        if self._provider is None or not needs_refresh(response.status, self._challenge(response)):
+            return response, deadline
+        challenge = self._challenge(response)
+        status = response.status
+        _discard(response)
+        token = self._provider.refresh(challenge, url=self.url, status=status, token=token)
+        if token is not None:
+            token = check_token(token)
+        response, deadline = self._attempt(method, body, headers, token, timeout)
+        if response.status in (401, 403):
+            second = self._challenge(response)
+            status = response.status
+            _discard(response)
+            raise errors.connection_error(
+                f"The server refused the request twice (HTTP {status})",
+                cause=("unauthorized", status, second),
+            )
+        return response, deadline
+
+    def _token(self) -> str | None:
+        if self._provider is None:
+            return None
+        token = self._provider.token(self.url)
+        return None if token is None else check_token(token)
+
+    @staticmethod
+    def _challenge(response: Any) -> Challenge | None:
+        return select_challenge(response.headers.getlist("www-authenticate"))
+
+    def _attempt(
+        self,
+        method: str,
+        body: bytes | None,
+        headers: dict[str, str],
+        token: str | None,
+        timeout: float | None,
+    ) -> tuple[Any, float | None]:
+        all_headers = {
+            "Accept": ACCEPT if method == "POST" else "application/json, text/event-stream",
+            "Accept-Encoding": "identity",
+            **self._user_headers,
+            **headers,
+        }
+        if body is not None:
+            all_headers["Content-Type"] = "application/json"
+        if token is not None:
+            all_headers["Authorization"] = f"Bearer {token}"
+        deadline = None if timeout is None else time.monotonic() + timeout
+        try:
+            response = self._pool.urlopen(
+                method,
+                self.url,
+                body=body,
+                headers=all_headers,
+                preload_content=False,
+                decode_content=False,
+                redirect=False,
+                retries=False,
+                timeout=urllib3.Timeout(connect=timeout, read=timeout),
+            )
+        except urllib3.exceptions.TimeoutError as exc:
+            raise errors.timeout_error(timeout or 0.0, cause=("http", str(exc))) from None
+        except urllib3.exceptions.HTTPError as exc:
+            raise errors.connection_error(
+                f"HTTP request to {self.url} failed: {type(exc).__name__}",
+                cause=("http", str(exc)),
+            ) from None
+        length = response.headers.get("content-length")
+        if length is not None and length.isdigit() and int(length) > self._limit:
+            _discard(response)
+            raise errors.connection_error(
+                f"The response is larger than max_response_bytes ({self._limit})",
+                cause=("max_response_bytes", self._limit),
+            )
+        return response, deadline
+
+    def _answer(
+        self,
+        message: dict[str, Any],
+        response: Any,
+        options: RequestOptions,
+        deadline: float | None,
+    ) -> dict[str, Any]:
+        content_type = (response.headers.get("content-type") or "").split(";")[0].strip().lower()
+        if content_type == "text/event-stream" and 200 <= response.status < 300:
+            return self._stream(message, response, options, deadline)
+        body = self._read_all(response, deadline, options.timeout)
+        decoded = _json_rpc(body)
+        if decoded is not None and ("result" in decoded or "error" in decoded):
+            if "error" in decoded and decoded.get("id") is None:
+                decoded = {**decoded, "id": message["id"]}
+            return decoded
+        raise self._status_error(response, body)
+
+    def _status_error(self, response: Any, body: bytes | None) -> McpError:
+        if body is None:
+            try:
+                body = self._read_all(response, time.monotonic() + 5.0)
+            except McpError:
+                body = b""
+        decoded = _json_rpc(body)
+        if decoded is not None and isinstance(decoded.get("error"), dict):
+            return McpError.from_wire(decoded["error"], cause=("http_status", response.status))
+        return errors.connection_error(
+            f"HTTP {response.status} from {self.url}",
+            cause=("http_status", response.status, body[:512]),
+        )
+
+    def _read_all(
+        self, response: Any, deadline: float | None, timeout: float | None = None
+    ) -> bytes:
+        """Read a whole body within ``max_response_bytes`` and the deadline."""
+        watchdog = _Watchdog()
+        if deadline is not None:
+            watchdog.arm(response, deadline - time.monotonic())
+        chunks: list[bytes] = []
+        total = 0
+        try:
+            while True:
+                chunk = response.read1(READ_SIZE)
+                if not chunk:
+                    return b"".join(chunks)
+                total += len(chunk)
+                if total > self._limit:
+                    _discard(response)
+                    raise errors.connection_error(
+                        f"The response is larger than max_response_bytes ({self._limit})",
+                        cause=("max_response_bytes", self._limit),
+                    )
+                chunks.append(chunk)
+        except urllib3.exceptions.HTTPError as exc:
+            if watchdog.fired:
+                raise errors.timeout_error(timeout or 0.0, cause=("http", "deadline")) from None
+            raise errors.connection_error(
+                "The response broke off", cause=("http", str(exc))
+            ) from None
+        finally:
+            watchdog.cancel()
+
+    def _stream(
+        self,
+        message: dict[str, Any],
+        response: Any,
+        options: RequestOptions,
+        deadline: float | None,
+    ) -> dict[str, Any]:
+        """Read an event stream until the event that carries this request's response."""
+        request_id = message["id"]
+        parser = SseParser()
+        watchdog = _Watchdog()
+        started = time.monotonic()
+        cap = (
+            started + options.max_total_timeout
+            if options.reset_timeout_on_progress and options.max_total_timeout is not None
+            else None
+        )
+
+        def arm() -> None:
+            if deadline is not None:
+                limit = deadline if cap is None else min(deadline, cap)
+                watchdog.arm(response, limit - time.monotonic())
+
+        arm()
+        total = 0
+        try:
+            while True:
+                try:
+                    chunk = response.read1(READ_SIZE)
+                except urllib3.exceptions.HTTPError as exc:
+                    if watchdog.fired:
+                        if cap is not None and deadline is not None and cap <= deadline:
+                            raise errors.max_total_timeout_error(
+                                options.max_total_timeout or 0.0
+                            ) from None
+                        raise errors.timeout_error(
+                            options.timeout or 0.0, cause=("http", "deadline")
+                        ) from None
+                    raise errors.connection_error(
+                        "The event stream broke off", cause=("http", str(exc))
+                    ) from None
+                if not chunk:
+                    raise errors.connection_error(
+                        "The event stream ended without a response", cause=("sse_ended",)
+                    )
+                total += len(chunk)
+                if total > self._limit:
+                    raise errors.connection_error(
+                        f"The response is larger than max_response_bytes ({self._limit})",
+                        cause=("max_response_bytes", self._limit),
+                    )
+                try:
+                    events = parser.feed(chunk)
+                except EventTooLarge:
+                    raise errors.connection_error(
+                        "An event is larger than max_response_bytes",
+                        cause=("max_response_bytes", self._limit),
+                    ) from None
+                for event in events:
+                    if not event.data:
+                        continue
+                    item = _json_rpc(event.data.encode())
+                    if item is None:
+                        _log.info("skipped an event that is not JSON-RPC", url=self.url)
+                        continue
+                    if "method" not in item:
+                        if item.get("id") == request_id:
+                            return item
+                        continue
+                    if "id" in item:
+                        self._serve(item, options)
+                    elif item["method"] == "notifications/progress":
+                        params = item.get("params") or {}
+                        if params.get("progressToken") == request_id and options.on_progress:
+                            options.on_progress(params)
+                            if options.reset_timeout_on_progress and options.timeout is not None:
+                                deadline = time.monotonic() + options.timeout
+                                arm()
+        except BaseException:
+            _discard(response)
+            raise
+        finally:
+            watchdog.cancel()
+
+    def _serve(self, request: dict[str, Any], options: RequestOptions) -> None:
+        """Answer a server-to-client request from the stream in the calling thread; POST it."""
+        method = request["method"]
+        params = request.get("params")
+        if method == "ping":
+            reply = jsonrpc.result_response(request["id"], {})
+        elif options.on_server_request is None:
+            reply = jsonrpc.error_response(request["id"], errors.method_not_found(method))
+        else:
+            try:
+                result = options.on_server_request(method, params if isinstance(params, dict) else {})
+                reply = jsonrpc.result_response(request["id"], result)
+            except McpError as error:
+                reply = jsonrpc.error_response(request["id"], error)
+        try:
+            self._post_quiet(
+                jsonrpc.encode(reply),
+                mcp_headers(options.dialect, reply, session_id=self.session_id),
+                options.timeout,
+            )
+        except McpError as error:
+            raise errors.connection_error(
+                "Could not send the answer to a server request", cause=("server_request", error)
+            ) from None
+
+
+def filter_listed_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Leave out tools whose x-mcp-header annotations are invalid, with a warning for each."""
+    kept, dropped = filter_tools(tools)
+    for name, reason in dropped:
+        _log.warning("left out a tool with an invalid x-mcp-header annotation", tool=name, reason=reason)
+    return kept
+
+
+def _json_rpc(body: bytes) -> dict[str, Any] | None:
+    if not body:
+        return None
+    try:
+        decoded = jsonrpc.decode(body)
+    except jsonrpc.DecodeError:
+        return None
+    if isinstance(decoded, dict) and decoded.get("jsonrpc") == "2.0":
+        return decoded
+    return None
+
+
+def _discard(response: Any) -> None:
+    """Give up on a response: shut it down so its connection is not reused."""
+    try:
+        response.shutdown()
+    except Exception:
+        pass
+    try:
+        response.close()
+    except Exception:
+        pass
+
