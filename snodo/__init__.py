@@ -17,8 +17,8 @@ _EXPORTS = {
     "Progress": "snodo.client",
     "direct": "snodo.connections",
     "connect": "snodo.connections",
-    "Stdio": "snodo.transports.stdio",
-    "Http": "snodo.transports.http",
+    "Stdio": "snodo.transports.targets",
+    "Http": "snodo.transports.targets",
     "McpError": "snodo.protocol.errors",
     "HandlerError": "snodo.protocol.errors",
     "InputRequired": "snodo.protocol.results",
@@ -60,8 +60,8 @@ if TYPE_CHECKING:
     from snodo.protocol.results import Page as Page
     from snodo.transports.base import RequestOptions as RequestOptions
     from snodo.transports.base import Transport as Transport
-    from snodo.transports.http import Http as Http
-    from snodo.transports.stdio import Stdio as Stdio
+    from snodo.transports.targets import Http as Http
+    from snodo.transports.targets import Stdio as Stdio
 
 
 def __getattr__(name: str) -> Any:

@@ -242,7 +242,9 @@ class Client:
                 raise
             # Called by name, a tool that needs Mcp-Param-* headers is refused: list the tools
             # and retry once with the definition.
-            found = next((t for t in self.list_tools(timeout=timeout) if t.get("name") == name), None)
+            found = next(
+                (t for t in self.list_tools(timeout=timeout) if t.get("name") == name), None
+            )
             if found is None:
                 raise
             return call(tool=found)

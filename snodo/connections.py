@@ -98,8 +98,7 @@ def connect(
     transport — on stdio that starts the server again — and sends ``initialize``. A pin, or a
     list from one era, skips the probe.
     """
-    from snodo.supervision import current_owner, owner_of
-    from snodo.transports.stdio import Stdio, StdioTransport
+    from snodo.transports.targets import Http, Stdio
 
     options = build_options(
         protocol=protocol,
@@ -118,9 +117,9 @@ def connect(
         raise ValueError("max_server_requests must be a positive integer")
     if not isinstance(max_response_bytes, int) or max_response_bytes < 1:
         raise ValueError("max_response_bytes must be a positive integer")
-    from snodo.transports.http import Http, HttpTransport
-
     if isinstance(target, Http):
+        from snodo.transports.http import HttpTransport
+
         if env is not None or cwd is not None:
             raise ValueError("env= and cwd= apply to stdio servers only")
 
@@ -137,9 +136,14 @@ def connect(
 
         return negotiate(open_http, options, probe_timeout)
     if not isinstance(target, Stdio):
-        raise TypeError(f"cannot connect to {target!r}: expected snodo.Stdio(...) or snodo.Http(...)")
+        raise TypeError(
+            f"cannot connect to {target!r}: expected snodo.Stdio(...) or snodo.Http(...)"
+        )
     if headers is not None or token_provider is not None:
         raise ValueError("headers= and token_provider= apply to HTTP servers only")
+    from snodo.supervision import current_owner, owner_of
+    from snodo.transports.stdio import StdioTransport
+
     watched = current_owner() if owner is None else owner_of(owner)
     answer = partial(answer_server_request, options.input_handlers)
 

@@ -13,19 +13,18 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 import urllib3
+from snodo.auth import Challenge, TokenProvider, check_token, needs_refresh, select_challenge
+from snodo.protocol.headers import check_user_headers, filter_tools, mcp_headers
 
 from snodo._log import get_logger
-from snodo.auth import Challenge, TokenProvider, check_token, needs_refresh, select_challenge
 from snodo.protocol import errors, jsonrpc
 from snodo.protocol.errors import McpError
-from snodo.protocol.headers import check_user_headers, filter_tools, mcp_headers
 from snodo.protocol.sse import EventTooLarge, SseParser
 from snodo.transports.base import RequestOptions
+from snodo.transports.targets import Http
 
 _log = get_logger("snodo.transports.http")
 
@@ -37,25 +36,15 @@ DELETE_WAIT = 5.0
 POOL_MAXSIZE = 32
 
 
-@dataclass(frozen=True, slots=True)
-class Http:
-    """A Streamable HTTP target: ``snodo.connect(snodo.Http("https://example.test/mcp"))``."""
-
-    url: str
-
-    def __post_init__(self) -> None:
-        parts = urlsplit(self.url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"not an http(s) URL: {self.url!r}")
-
-
 _pools: dict[tuple[Any, ...], urllib3.PoolManager] = {}
 _pools_lock = threading.Lock()
 
 
 def _pool(verify: bool, ca_certs: str | None, client_cert: Any) -> urllib3.PoolManager:
     """The process-wide keep-alive pool for one TLS configuration."""
-    cert_file, key_file = (client_cert, None) if isinstance(client_cert, str) else (client_cert or (None, None))
+    cert_file, key_file = (
+        (client_cert, None) if isinstance(client_cert, str) else (client_cert or (None, None))
+    )
     key = (verify, ca_certs, cert_file, key_file)
     with _pools_lock:
         pool = _pools.get(key)
@@ -153,9 +142,11 @@ class HttpTransport:
     def notify(self, message: dict[str, Any], options: RequestOptions) -> None:
         """POST a notification (or an answer to a server request); expects 202 with no body."""
         self._check_open()
-        self._post_quiet(jsonrpc.encode(message), mcp_headers(
-            options.dialect, message, session_id=self.session_id
-        ), options.timeout)
+        self._post_quiet(
+            jsonrpc.encode(message),
+            mcp_headers(options.dialect, message, session_id=self.session_id),
+            options.timeout,
+        )
 
     def delete_session(self, timeout: float | None = None) -> None:
         """End the initialize-era session with DELETE (its outcome is ignored; 405 is fine)."""
@@ -447,7 +438,9 @@ class HttpTransport:
             reply = jsonrpc.error_response(request["id"], errors.method_not_found(method))
         else:
             try:
-                result = options.on_server_request(method, params if isinstance(params, dict) else {})
+                result = options.on_server_request(
+                    method, params if isinstance(params, dict) else {}
+                )
                 reply = jsonrpc.result_response(request["id"], result)
             except McpError as error:
                 reply = jsonrpc.error_response(request["id"], error)
@@ -467,7 +460,9 @@ def filter_listed_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Leave out tools whose x-mcp-header annotations are invalid, with a warning for each."""
     kept, dropped = filter_tools(tools)
     for name, reason in dropped:
-        _log.warning("left out a tool with an invalid x-mcp-header annotation", tool=name, reason=reason)
+        _log.warning(
+            "left out a tool with an invalid x-mcp-header annotation", tool=name, reason=reason
+        )
     return kept
 
 
@@ -493,4 +488,3 @@ def _discard(response: Any) -> None:
         response.close()
     except Exception:
         pass
-

@@ -17,8 +17,7 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from snodo._log import get_logger
@@ -26,10 +25,12 @@ from snodo._tasks import Task, TaskCancelled
 from snodo.protocol import errors, jsonrpc
 from snodo.protocol.errors import McpError
 from snodo.protocol.framing import LineFramer, Oversized
-from snodo.supervision import Actor, ChildSpec, Owner, Watch, watch
+from snodo.supervision import ChildSpec, Owner, Watch, watch
+from snodo.supervision.pooled import PooledActor
 from snodo.transports import process
 from snodo.transports.base import RequestOptions, ServerRequestHandler
 from snodo.transports.io_hub import READ_SIZE, hub
+from snodo.transports.targets import Stdio
 
 _log = get_logger("snodo.transports.stdio")
 
@@ -48,22 +49,6 @@ EXIT_WAIT = 0.5
 _connection_ids = itertools.count(1)
 
 
-@dataclass(frozen=True, slots=True)
-class Stdio:
-    """A stdio server target: ``snodo.connect(snodo.Stdio("python", ["server.py"]))``."""
-
-    command: str
-    args: tuple[str, ...] = ()
-
-    def __init__(self, command: str, args: Sequence[str] = ()) -> None:
-        if not isinstance(command, str) or not command:
-            raise ValueError("Stdio needs a command")
-        if isinstance(args, str) or not all(isinstance(a, str) for a in args):
-            raise TypeError("Stdio args must be a sequence of strings")
-        object.__setattr__(self, "command", command)
-        object.__setattr__(self, "args", tuple(args))
-
-
 class _Call:
     """One request waiting for its response; the hub fills ``inbox``."""
 
@@ -75,7 +60,7 @@ class _Call:
         self.dropped_progress = 0
 
 
-class ConnectionOwner(Actor):
+class ConnectionOwner(PooledActor):
     """Supervision anchor of one stdio connection: it ends when the connection closes, and
     closing it (a supervisor shutdown, a link) closes the connection."""
 
@@ -117,6 +102,7 @@ class StdioTransport:
         self._closed = False
         self._close_started = False
         self._close_done = threading.Event()
+        self._write_closed = False
         self._answer = on_server_request
         self._handlers = _HandlerPool(max_server_requests)
         self._child = process.spawn(target.command, target.args, env=env, cwd=cwd)
@@ -212,6 +198,7 @@ class StdioTransport:
                 call.inbox.put(("error", self._lost))
             if self._watch is not None:
                 self._watch.cancel()
+            self._seal_stdin()
             self._handlers.shutdown()
             io = hub()
             io.unwatch(self._child.stdout)
@@ -227,6 +214,24 @@ class StdioTransport:
 
     # -- internals: writing and waiting -------------------------------------------------------
 
+    def _seal_stdin(self) -> None:
+        """End the server's stdin without freeing its descriptor number yet: a writer still in
+        flight (a handler that could not be interrupted) writes into /dev/null, never into a
+        later connection that the OS gave the same number."""
+        self._write_closed = True
+        if self._child.is_closed("stdin"):
+            return
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(devnull, self._child.stdin)
+            finally:
+                os.close(devnull)
+        except OSError:
+            pass  # already closed
+        if self._write_lock.acquire(timeout=1.0):  # in-flight writes finish into /dev/null
+            self._write_lock.release()
+
     def _write(self, message: dict[str, Any], deadline: float) -> None:
         """Write one message by ``deadline``; ``TimeoutError`` if it could not even start.
 
@@ -236,6 +241,8 @@ class StdioTransport:
         if not self._write_lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
             raise TimeoutError("waiting to write")
         try:
+            if self._write_closed:
+                raise errors.connection_error("Connection closed", cause=("closed",))
             process.write_all(self._child.stdin, data, deadline)
         except BrokenPipeError:
             raise self._lose(

@@ -1,0 +1,35 @@
+"""What ``snodo.connect`` can reach: plain frozen records, cheap to import."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+
+@dataclass(frozen=True, slots=True)
+class Stdio:
+    """A stdio server target: ``snodo.connect(snodo.Stdio("python", ["server.py"]))``."""
+
+    command: str
+    args: tuple[str, ...] = ()
+
+    def __init__(self, command: str, args: Sequence[str] = ()) -> None:
+        if not isinstance(command, str) or not command:
+            raise ValueError("Stdio needs a command")
+        if isinstance(args, str) or not all(isinstance(a, str) for a in args):
+            raise TypeError("Stdio args must be a sequence of strings")
+        object.__setattr__(self, "command", command)
+        object.__setattr__(self, "args", tuple(args))
+
+
+@dataclass(frozen=True, slots=True)
+class Http:
+    """A Streamable HTTP target: ``snodo.connect(snodo.Http("https://example.test/mcp"))``."""
+
+    url: str
+
+    def __post_init__(self) -> None:
+        parts = urlsplit(self.url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"not an http(s) URL: {self.url!r}")
