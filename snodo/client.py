@@ -115,6 +115,13 @@ class Client:
         self._closed = False
         self._close_lock = threading.Lock()
         self._close_done = threading.Event()
+        self._request_options = RequestOptions(
+            dialect=dialect,
+            timeout=options.timeout,
+            on_server_request=self._answer_server_request,
+            reset_timeout_on_progress=options.reset_timeout_on_progress,
+            max_total_timeout=options.max_total_timeout,
+        )
 
     # -- what the connection is -------------------------------------------------------------
 
@@ -398,24 +405,33 @@ class Client:
         if self._closed:
             raise errors.connection_error("Connection closed")
         trace = validate_trace_context(trace_context) if trace_context is not None else None
-        _check_timeout("timeout", timeout)
-        options = RequestOptions(
-            dialect=self._dialect,
-            timeout=timeout if timeout is not None else self._options.timeout,
-            on_progress=_progress_sink(progress),
-            on_server_request=self._answer_server_request,
-            reset_timeout_on_progress=(
-                reset_timeout_on_progress
-                if reset_timeout_on_progress is not None
-                else self._options.reset_timeout_on_progress
-            ),
-            max_total_timeout=(
-                max_total_timeout
-                if max_total_timeout is not None
-                else self._options.max_total_timeout
-            ),
-            tool=tool,
-        )
+        if (
+            timeout is None
+            and progress is None
+            and tool is None
+            and reset_timeout_on_progress is None
+            and max_total_timeout is None
+        ):
+            options = self._request_options  # the common case: nothing per call
+        else:
+            _check_timeout("timeout", timeout)
+            options = RequestOptions(
+                dialect=self._dialect,
+                timeout=timeout if timeout is not None else self._options.timeout,
+                on_progress=_progress_sink(progress),
+                on_server_request=self._answer_server_request,
+                reset_timeout_on_progress=(
+                    reset_timeout_on_progress
+                    if reset_timeout_on_progress is not None
+                    else self._options.reset_timeout_on_progress
+                ),
+                max_total_timeout=(
+                    max_total_timeout
+                    if max_total_timeout is not None
+                    else self._options.max_total_timeout
+                ),
+                tool=tool,
+            )
         rounds_allowed = (
             max_input_rounds if max_input_rounds is not None else self._options.max_input_rounds
         )

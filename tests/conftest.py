@@ -65,10 +65,11 @@ def leak_check(request: pytest.FixtureRequest) -> Iterator[None]:
         if remaining <= 0:
             break
         for ref in new_actors:
+            left = max(0.0, deadline - time.monotonic())
             if hasattr(ref, "_snodo_proc"):
-                join(ref, remaining)
+                join(ref, left)
             else:
-                ref.actor_stopped.wait(remaining)
+                ref.actor_stopped.wait(left)
         for thread in new_threads:
             thread.join(max(0.0, deadline - time.monotonic()))
         new_threads, new_actors = _leaks(threads, urns, pykka_refs)

@@ -24,6 +24,8 @@ PROGRESS_TOKEN_KEY: Final = "progressToken"
 
 
 def _mapping(value: Any, what: str) -> Mapping[str, Any]:
+    if type(value) is dict:  # the common case, without the ABC check
+        return value
     if not isinstance(value, Mapping):
         raise TypeError(f"{what} must be a mapping, got: {value!r}")
     return value

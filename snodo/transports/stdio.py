@@ -98,6 +98,8 @@ class StdioTransport:
         self._pending: dict[Any, _Call] = {}
         self._lock = threading.Lock()
         self._write_lock = threading.Lock()
+        self._outbox_lock = threading.Lock()
+        self._outbox: list[bytes] = []
         self._lost: McpError | None = None
         self._closed = False
         self._close_started = False
@@ -235,23 +237,44 @@ class StdioTransport:
     def _write(self, message: dict[str, Any], deadline: float) -> None:
         """Write one message by ``deadline``; ``TimeoutError`` if it could not even start.
 
-        A message cut off half-way leaves the stream unusable: the connection is lost (-32000).
+        Concurrent writers combine: whoever holds the write lock writes every queued message in
+        one system call. A message cut off half-way (or a combined write that failed) leaves the
+        stream unusable: the connection is lost (-32000) and every pending request fails.
         """
         data = jsonrpc.encode_line(message)
+        with self._outbox_lock:
+            self._outbox.append(data)
         if not self._write_lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
-            raise TimeoutError("waiting to write")
+            with self._outbox_lock:
+                if any(item is data for item in self._outbox):
+                    self._outbox = [item for item in self._outbox if item is not data]
+                    raise TimeoutError("waiting to write")
+            return  # another writer sent it meanwhile
         try:
+            with self._outbox_lock:
+                batch, self._outbox = self._outbox, []
             if self._write_closed:
                 raise errors.connection_error("Connection closed", cause=("closed",))
-            process.write_all(self._child.stdin, data, deadline)
+            if not batch:
+                return  # another writer sent ours
+            payload = batch[0] if len(batch) == 1 else b"".join(batch)
+            process.write_all(self._child.stdin, payload, deadline)
         except BrokenPipeError:
+            # Usually the server has exited and the hub has not seen it yet: report the exit.
+            status = process.wait_exit(self._child, EXIT_WAIT)
+            if status is not None:
+                raise self._lose(
+                    errors.connection_error(
+                        f"The server exited with status {status}", cause=("exit_status", status)
+                    )
+                ) from None
             raise self._lose(
                 errors.connection_error(
                     "The server closed its stdin (broken pipe)", cause=("port_exit", "epipe")
                 )
             ) from None
         except TimeoutError as exc:
-            if getattr(exc, "characters_written", 0):
+            if getattr(exc, "characters_written", 0) or len(batch) > 1:
                 raise self._lose(
                     errors.connection_error(
                         "The server stopped reading its stdin in the middle of a message",

@@ -1,0 +1,535 @@
+"""The decisions of the Streamable HTTP server, as pure functions (no sockets, no threads).
+
+:mod:`snodo.server.http` moves bytes; everything it decides about a request's headers lives
+here so it can be tested on its own:
+
+- which era a POST belongs to (:func:`route_post`);
+- the 2026-07-28 header rules (:func:`check_modern_request`): ``MCP-Protocol-Version`` must
+  equal ``params._meta["io.modelcontextprotocol/protocolVersion"]``, ``Mcp-Method`` the method,
+  ``Mcp-Name`` the tool/prompt name or resource URI (after decoding the ``=?base64?...?=``
+  sentinel), and every ``Mcp-Param-<Name>`` the argument its tool's ``inputSchema`` annotates
+  with ``"x-mcp-header": "<Name>"``; a failure is -32020 ``HeaderMismatch``, a malformed
+  ``_meta`` -32602;
+- the HTTP status of a JSON-RPC error (:func:`modern_status`);
+- ``Accept``, ``Origin`` and ``Host`` checks, and SSE framing.
+
+The header-value codec (:func:`encode_header_value`, :func:`decode_header_value`) and the
+``x-mcp-header`` walk (:func:`header_params`) are the server's private copies of the rules the
+client's ``snodo.protocol.headers`` implements; once that module lands, these should call it so
+that client and server check the same declaration.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from snodo.protocol.dialects import DIALECTS
+from snodo.protocol.errors import (
+    HEADER_MISMATCH,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    MISSING_CLIENT_CAPABILITY,
+    PARSE_ERROR,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    McpError,
+)
+
+PROTOCOL_VERSION_KEY: Final = "io.modelcontextprotocol/protocolVersion"
+CLIENT_CAPABILITIES_KEY: Final = "io.modelcontextprotocol/clientCapabilities"
+CLIENT_INFO_KEY: Final = "io.modelcontextprotocol/clientInfo"
+LOG_LEVEL_KEY: Final = "io.modelcontextprotocol/logLevel"
+
+# Header names, lower case (header names compare case-insensitively).
+H_PROTOCOL_VERSION: Final = "mcp-protocol-version"
+H_METHOD: Final = "mcp-method"
+H_NAME: Final = "mcp-name"
+H_SESSION_ID: Final = "mcp-session-id"
+H_PARAM_PREFIX: Final = "mcp-param-"
+H_LAST_EVENT_ID: Final = "last-event-id"
+
+#: The body field ``Mcp-Name`` mirrors, per method.
+NAME_FIELDS: Final[Mapping[str, str]] = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+}
+
+LOG_LEVELS: Final = frozenset(
+    {"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+)
+
+#: Versions that use the initialize handshake and sessions (known to snodo, enabled or not).
+SESSION_VERSIONS: Final = frozenset(v for v, d in DIALECTS.items() if not d.stateless)
+#: Versions that carry their version in every request's ``_meta``.
+STATELESS_VERSIONS: Final = frozenset(v for v, d in DIALECTS.items() if d.stateless)
+
+Headers = Mapping[str, Sequence[str]]
+"""Request headers: lower-case name -> every value it was sent with (OWS stripped)."""
+
+
+def header_map(pairs: Sequence[tuple[str, str]]) -> dict[str, list[str]]:
+    """Fold raw ``(name, value)`` pairs into :data:`Headers` (values stripped of SP/HTAB)."""
+    out: dict[str, list[str]] = {}
+    for name, value in pairs:
+        out.setdefault(name.lower(), []).append(value.strip(" \t"))
+    return out
+
+
+def first(headers: Headers, name: str) -> str | None:
+    values = headers.get(name)
+    return values[0] if values else None
+
+
+# -- value encoding (SEP-2243) ------------------------------------------------------------------
+
+_SENTINEL_PREFIX: Final = "=?base64?"
+_SENTINEL_SUFFIX: Final = "?="
+_PLAIN_SAFE: Final = re.compile(r"[\x20-\x7e]*")
+_FIELD_VALUE: Final = re.compile(r"[\x20-\x7e\t]*")
+_TOKEN: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_DECIMAL: Final = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
+
+
+def _is_sentinel(value: str) -> bool:
+    return (
+        len(value) >= len(_SENTINEL_PREFIX) + len(_SENTINEL_SUFFIX)
+        and value.startswith(_SENTINEL_PREFIX)
+        and value.endswith(_SENTINEL_SUFFIX)
+    )
+
+
+def encode_header_value(value: str) -> str:
+    """``value`` as a header value: as is when it is plain printable ASCII without edge
+    whitespace (and does not look like the sentinel), else ``=?base64?<b64 of UTF-8>?=``."""
+    if _PLAIN_SAFE.fullmatch(value) and value == value.strip(" ") and not _is_sentinel(value):
+        return value
+    return f"{_SENTINEL_PREFIX}{base64.b64encode(value.encode('utf-8')).decode('ascii')}?="
+
+
+def decode_header_value(value: str) -> str | None:
+    """The value a header carries; ``None`` for a malformed sentinel (bad or non-canonical
+    base64, or bytes that are not UTF-8), so it can never match a body value."""
+    if not _is_sentinel(value):
+        return value
+    payload = value[len(_SENTINEL_PREFIX) : -len(_SENTINEL_SUFFIX)]
+    try:
+        raw = base64.b64decode(payload.encode("ascii"), validate=True)
+    except (binascii.Error, UnicodeEncodeError):
+        return None
+    if base64.b64encode(raw).decode("ascii") != payload:
+        return None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def render_header_scalar(value: Any, schema_type: object = None) -> str | None:
+    """How a client mirrors an argument into a header: ``true``/``false``, decimal integers,
+    strings as they are; ``None`` for anything it cannot mirror."""
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if type(value) is int:
+        return str(value)
+    if type(value) is str:
+        return value
+    if type(value) is float and schema_type == "integer" and value.is_integer():
+        return str(int(value))
+    return None
+
+
+# -- x-mcp-header ---------------------------------------------------------------------------------
+
+_NOT_PROPERTIES_SINGLE: Final = frozenset(
+    {
+        "items",
+        "contains",
+        "additionalItems",
+        "unevaluatedItems",
+        "additionalProperties",
+        "propertyNames",
+        "unevaluatedProperties",
+        "not",
+        "if",
+        "then",
+        "else",
+        "contentSchema",
+    }
+)
+_NOT_PROPERTIES_LIST: Final = frozenset({"allOf", "anyOf", "oneOf", "prefixItems"})
+_NOT_PROPERTIES_MAP: Final = frozenset(
+    {"patternProperties", "dependentSchemas", "$defs", "definitions"}
+)
+_HEADER_TYPES: Final = frozenset({"string", "integer", "boolean"})
+
+
+@dataclass(frozen=True, slots=True)
+class HeaderParam:
+    """One ``x-mcp-header`` annotation: the argument's path, the header name part, its type."""
+
+    path: tuple[str, ...]
+    name: str
+    type: str
+
+
+def header_params(input_schema: Any) -> list[HeaderParam] | None:
+    """The ``x-mcp-header`` annotations of a tool's ``inputSchema``; ``None`` when any of them
+    is invalid (a conforming HTTP client leaves such a tool out, so nothing is checked)."""
+    found: list[HeaderParam] = []
+    seen: set[str] = set()
+    stack: list[tuple[tuple[str, ...] | None, Any]] = [((), input_schema)]
+    while stack:
+        path, node = stack.pop()
+        if not isinstance(node, dict):
+            continue
+        if "x-mcp-header" in node:
+            name = node["x-mcp-header"]
+            kind = node.get("type")
+            if (
+                not path
+                or type(name) is not str
+                or not _TOKEN.fullmatch(name)
+                or kind not in _HEADER_TYPES
+                or name.lower() in seen
+            ):
+                return None
+            seen.add(name.lower())
+            found.append(HeaderParam(path, name, str(kind)))
+        for keyword, value in node.items():
+            if keyword == "properties" and isinstance(value, dict):
+                for key, sub in value.items():
+                    stack.append(((*path, key) if path is not None else None, sub))
+            elif keyword in _NOT_PROPERTIES_SINGLE:
+                stack.append((None, value))
+            elif keyword in _NOT_PROPERTIES_LIST and isinstance(value, list):
+                stack.extend((None, sub) for sub in value)
+            elif keyword in _NOT_PROPERTIES_MAP and isinstance(value, dict):
+                stack.extend((None, sub) for sub in value.values())
+    found.sort(key=lambda p: p.path)
+    return found
+
+
+def _value_at(arguments: Any, path: tuple[str, ...]) -> Any:
+    node = arguments
+    for key in path:
+        if not isinstance(node, dict):
+            return None
+        node = node.get(key)
+    return node
+
+
+def _integer_matches(decoded: str, value: Any) -> bool:
+    if not _DECIMAL.fullmatch(decoded):
+        return False
+    whole, _, fraction = decoded.partition(".")
+    if fraction.strip("0"):
+        return False
+    return int(whole) == int(value)
+
+
+def _mismatch(message: str) -> McpError:
+    return McpError(HEADER_MISMATCH, f"Header mismatch: {message}")
+
+
+def check_params(params: Sequence[HeaderParam], arguments: Any, headers: Headers) -> McpError | None:
+    """Every annotated argument against its ``Mcp-Param-<Name>`` header (-32020 on failure)."""
+    for param in params:
+        header = f"Mcp-Param-{param.name}"
+        values = headers.get(H_PARAM_PREFIX + param.name.lower())
+        raw = values[0] if values else None
+        if values is not None and len(values) > 1:
+            return _mismatch(f"{header} header appears more than once")
+        value = _value_at(arguments, param.path)
+        argument = ".".join(param.path)
+        if value is None:
+            if raw is not None:
+                return _mismatch(f"{header} header is present but argument {argument!r} is not")
+            continue
+        rendered = render_header_scalar(value, param.type)
+        if rendered is None:
+            if raw is not None:
+                return _mismatch(f"{header} header does not match argument {argument!r}")
+            continue
+        if raw is None:
+            return _mismatch(f"{header} header is missing (argument {argument!r} is present)")
+        if not _FIELD_VALUE.fullmatch(raw):
+            return _mismatch(f"{header} header holds characters a header value cannot")
+        decoded = decode_header_value(raw)
+        if decoded is None:
+            return _mismatch(f"{header} header holds a malformed base64 value")
+        if param.type == "integer" and type(value) in (int, float) and type(value) is not bool:
+            if not _integer_matches(decoded, value):
+                return _mismatch(f"{header} header does not match argument {argument!r}")
+        elif decoded != rendered:
+            return _mismatch(f"{header} header does not match argument {argument!r}")
+    return None
+
+
+# -- the 2026-07-28 request rules ---------------------------------------------------------------
+
+
+def meta_problem(params: Mapping[str, Any] | None) -> str | None:
+    """What is wrong with a 2026-07-28 request's ``_meta`` (answered -32602), or ``None``."""
+    meta = params.get("_meta") if params is not None else None
+    if type(meta) is not dict:
+        return f"Missing required params._meta (with {PROTOCOL_VERSION_KEY})"
+    version = meta.get(PROTOCOL_VERSION_KEY)
+    if version is None:
+        return f"Missing required _meta key {PROTOCOL_VERSION_KEY}"
+    if type(version) is not str:
+        return f"_meta {PROTOCOL_VERSION_KEY} must be a string"
+    if type(meta.get(CLIENT_CAPABILITIES_KEY)) is not dict:
+        return f"Missing required _meta key {CLIENT_CAPABILITIES_KEY} (an object)"
+    info = meta.get(CLIENT_INFO_KEY)
+    if info is not None and type(info) is not dict:
+        return f"_meta {CLIENT_INFO_KEY} must be an object"
+    level = meta.get(LOG_LEVEL_KEY)
+    if level is not None and (type(level) is not str or level not in LOG_LEVELS):
+        return f"Invalid log level: {level!r}"
+    token = meta.get("progressToken")
+    if token is not None and type(token) is not str and type(token) is not int:
+        return "progressToken must be a string or an integer"
+    return None
+
+
+def check_modern_request(
+    method: str,
+    params: Mapping[str, Any] | None,
+    headers: Headers,
+    input_schema: Any = None,
+) -> McpError | None:
+    """The 2026-07-28 header rules for one request; the error to answer (HTTP 400) or ``None``.
+
+    ``input_schema`` is the called tool's ``inputSchema`` (``tools/call`` only), for the
+    ``Mcp-Param-*`` rules.
+    """
+    for name in (H_PROTOCOL_VERSION, H_METHOD, H_NAME):
+        values = headers.get(name)
+        if values is not None and len(values) > 1:
+            return _mismatch(f"{_spelled(name)} header appears more than once")
+    header_version = first(headers, H_PROTOCOL_VERSION)
+    if header_version is None:
+        return _mismatch("Missing MCP-Protocol-Version header")
+    problem = meta_problem(params)
+    if problem is not None:
+        return McpError(INVALID_PARAMS, f"Invalid params: {problem}")
+    assert params is not None
+    meta = params["_meta"]
+    if header_version != meta[PROTOCOL_VERSION_KEY]:
+        return _mismatch(
+            f"MCP-Protocol-Version header {header_version!r} does not match _meta "
+            f"{PROTOCOL_VERSION_KEY} {meta[PROTOCOL_VERSION_KEY]!r}"
+        )
+    header_method = first(headers, H_METHOD)
+    if header_method is None:
+        return _mismatch("Missing Mcp-Method header")
+    if header_method != method:
+        return _mismatch(f"Mcp-Method header {header_method!r} does not match method {method!r}")
+    field = NAME_FIELDS.get(method)
+    if field is not None:
+        body_value = params.get(field)
+        if type(body_value) is str:
+            raw = first(headers, H_NAME)
+            if raw is None:
+                return _mismatch(f"Missing Mcp-Name header (params.{field} is {body_value!r})")
+            if not _FIELD_VALUE.fullmatch(raw):
+                return _mismatch("Mcp-Name header holds characters a header value cannot")
+            decoded = decode_header_value(raw)
+            if decoded is None:
+                return _mismatch("Mcp-Name header holds a malformed base64 value")
+            if decoded != body_value:
+                return _mismatch(
+                    f"Mcp-Name header {decoded!r} does not match params.{field} {body_value!r}"
+                )
+    if method == "tools/call" and input_schema is not None:
+        annotated = header_params(input_schema)
+        if annotated:
+            arguments = params.get("arguments")
+            return check_params(annotated, arguments if isinstance(arguments, dict) else {}, headers)
+    return None
+
+
+def _spelled(name: str) -> str:
+    return {H_PROTOCOL_VERSION: "MCP-Protocol-Version", H_METHOD: "Mcp-Method"}.get(
+        name, "Mcp-Name"
+    )
+
+
+#: HTTP status of a 2026-07-28 JSON-RPC error answered as ``application/json``.
+_MODERN_STATUS: Final[Mapping[int, int]] = {
+    PARSE_ERROR: 400,
+    INVALID_REQUEST: 400,
+    HEADER_MISMATCH: 400,
+    MISSING_CLIENT_CAPABILITY: 400,
+    UNSUPPORTED_PROTOCOL_VERSION: 400,
+    METHOD_NOT_FOUND: 404,
+}
+
+
+def modern_status(response: Mapping[str, Any]) -> int:
+    """The HTTP status of a 2026-07-28 JSON response: 400 for -32700/-32600/-32020/-32021/-32022,
+    404 for -32601, 200 otherwise (results, and errors such as -32602 for an unknown tool; the
+    -32602 of a malformed ``_meta`` is refused with 400 before dispatch)."""
+    error = response.get("error")
+    if not isinstance(error, dict):
+        return 200
+    code = error.get("code")
+    return _MODERN_STATUS.get(code, 200) if type(code) is int else 200
+
+
+# -- routing --------------------------------------------------------------------------------------
+
+Era = Literal["modern", "legacy", "initialize"]
+
+
+def route_post(
+    kind: Literal["request", "notification", "response"],
+    method: str | None,
+    params: Mapping[str, Any] | None,
+    headers: Headers,
+    *,
+    serves_modern: bool,
+    serves_legacy: bool,
+) -> Era:
+    """Which era serves a POSTed message.
+
+    The body decides first: a request whose ``_meta`` names a protocol version is 2026-07-28
+    (its headers are then checked against it); ``initialize`` without one opens a session.
+    Otherwise a session id, or an ``MCP-Protocol-Version`` naming an initialize-era version,
+    means the initialize era; anything else goes to 2026-07-28 when the runtime serves it.
+    A client's response (to a server request) exists only in the initialize era.
+    """
+    header_version = first(headers, H_PROTOCOL_VERSION)
+    has_session = first(headers, H_SESSION_ID) is not None
+    if kind == "response":
+        return "legacy" if serves_legacy else "modern"
+    if kind == "request":
+        meta = params.get("_meta") if params is not None else None
+        if isinstance(meta, dict) and PROTOCOL_VERSION_KEY in meta:
+            return "modern"
+        if method == "initialize" and serves_legacy:
+            return "initialize"
+    elif header_version in STATELESS_VERSIONS and serves_modern:
+        return "modern"  # a notification names its era only by header
+    if serves_legacy and (has_session or header_version in SESSION_VERSIONS or not serves_modern):
+        return "legacy"
+    return "modern" if serves_modern else "legacy"
+
+
+# -- content negotiation, origin, host ----------------------------------------------------------
+
+
+def accepts(accept: str | None, media: str) -> bool:
+    """True when the ``Accept`` header lists ``media`` (or a wildcard covering it) with q > 0.
+    A missing header accepts nothing: MCP clients must list what they take."""
+    if accept is None:
+        return False
+    kind = media.split("/", 1)[0]
+    for item in accept.split(","):
+        parts = [p.strip() for p in item.split(";")]
+        rng = parts[0].lower()
+        if rng not in (media, f"{kind}/*", "*/*"):
+            continue
+        quality = 1.0
+        for param in parts[1:]:
+            key, _, value = param.partition("=")
+            if key.strip().lower() == "q":
+                try:
+                    quality = float(value.strip())
+                except ValueError:
+                    quality = 0.0
+        if quality > 0:
+            return True
+    return False
+
+
+def is_json_content_type(content_type: str | None) -> bool:
+    """``application/json``, with or without parameters such as ``charset``."""
+    if content_type is None:
+        return False
+    return content_type.split(";", 1)[0].strip().lower() == "application/json"
+
+
+_LOCAL_HOSTS: Final = frozenset({"localhost", "127.0.0.1", "[::1]"})
+
+
+def _split_host(authority: str) -> str:
+    """The host of ``host[:port]`` (IPv6 literals keep their brackets), lower case."""
+    authority = authority.strip().lower()
+    if authority.startswith("["):
+        end = authority.find("]")
+        return authority[: end + 1] if end != -1 else authority
+    return authority.rsplit(":", 1)[0] if authority.count(":") == 1 else authority
+
+
+def origin_allowed(origin: str, allowed: frozenset[str] | None) -> bool:
+    """``allowed`` (exact origins, lower case) when given; by default any port of
+    ``http(s)://localhost``, ``127.0.0.1`` or ``[::1]``."""
+    value = origin.strip().lower().rstrip("/")
+    if allowed is not None:
+        return value in allowed
+    scheme, sep, rest = value.partition("://")
+    if not sep or scheme not in ("http", "https") or "/" in rest or "@" in rest:
+        return False
+    return _split_host(rest) in _LOCAL_HOSTS
+
+
+def host_allowed(host: str | None, allowed: frozenset[str] | None) -> bool:
+    """The ``Host`` check against DNS rebinding: ``allowed`` holds host names (any port) or
+    ``host:port`` pairs, lower case. ``None`` means the loopback names."""
+    if host is None:
+        return False
+    value = host.strip().lower()
+    names = allowed if allowed is not None else _LOCAL_HOSTS
+    return value in names or _split_host(value) in names
+
+
+def is_loopback(address: str) -> bool:
+    return address in ("127.0.0.1", "::1", "localhost") or address.startswith("127.")
+
+
+# -- server-sent events ---------------------------------------------------------------------------
+
+
+def sse_event(data: bytes, event_id: str | None = None, retry_ms: int | None = None) -> bytes:
+    """One SSE event carrying one JSON message (JSON output holds no raw newline)."""
+    head = b""
+    if event_id is not None:
+        head += b"id: " + event_id.encode("ascii") + b"\n"
+    if retry_ms is not None:
+        head += b"retry: " + str(retry_ms).encode("ascii") + b"\n"
+    return head + b"data: " + data + b"\n\n"
+
+
+def priming_event(event_id: str, retry_ms: int | None = None) -> bytes:
+    """The 2025-11-25 priming event: an id and empty data (the client's resumption point)."""
+    head = b"id: " + event_id.encode("ascii") + b"\n"
+    if retry_ms is not None:
+        head += b"retry: " + str(retry_ms).encode("ascii") + b"\n"
+    return head + b"data:\n\n"
+
+
+KEEPALIVE: Final = b": keep-alive\n\n"
+
+_EVENT_ID: Final = re.compile(r"([0-9]+)-([0-9]+)")
+
+
+def parse_event_id(value: str) -> tuple[str, int] | None:
+    """``"<stream>-<n>"`` -> ``(stream, n)``; ``None`` for anything else."""
+    m = _EVENT_ID.fullmatch(value.strip())
+    if m is None or len(value) > 40:
+        return None
+    return m.group(1), int(m.group(2))
+
+
+def visible_ascii(value: str) -> bool:
+    """A session id's alphabet (0x21-0x7E), non-empty."""
+    return bool(value) and all("\x21" <= c <= "\x7e" for c in value)
