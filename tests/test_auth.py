@@ -181,7 +181,7 @@ def test_select_without_challenges_is_none() -> None:
 # --- hostile input ---------------------------------------------------------------------------------
 
 _hostile_alphabet = st.sampled_from(
-    list('Bearer Basic=,"\\ \t\r\n\x00abcXYZ019-._~+/!#$%&\'*^`|é☕') + ["realm", "scope=", '=""']
+    [*"Bearer Basic=,\"\\ \t\r\n\x00abcXYZ019-._~+/!#$%&'*^`|é☕", "realm", "scope=", '=""']
 )
 
 

@@ -565,23 +565,27 @@ def test_the_call_returns_at_the_response_event_without_waiting_for_the_stream_t
     server: FaultServer,
 ) -> None:
     """The request returns at the event that carries its response, even when the server keeps
-    the stream open after it."""
-    returned = threading.Event()
+    the stream open after it; that stream is then closed by the client (it is never reused:
+    the next request goes on another connection)."""
+    closed = threading.Event()
 
     def linger(request: Request, ex: Exchange) -> None:
         ex.start_chunked()
         ex.chunk(event(result(rid(request), {"content": [{"type": "text", "text": "early"}]})))
-        returned.wait(10.0)  # the client returned while the stream is still open
+        if ex.wait_client_gone(5.0):
+            closed.set()
         ex.close()
 
     server.once("tools/call", linger)
     with connect(server) as client:
         started = time.monotonic()
         got = client.call_tool("echo", {"text": "x"})
-        returned.set()
         assert got["content"][0]["text"] == "early"
-        assert elapsed(started) < 5.0
+        assert elapsed(started) < 3.0
+        assert closed.wait(5.0), "the client left the answered stream open"
         still_works(client, server)
+        first, after = server.received("tools/call")
+        assert after.connection != first.connection
 
 
 def test_progress_is_delivered_as_it_comes_before_the_response(server: FaultServer) -> None:

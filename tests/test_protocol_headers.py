@@ -274,9 +274,7 @@ def test_a_property_named_properties_is_a_property() -> None:
             }
         }
     )
-    assert tool_param_headers(tool) == (
-        ParamHeader("Items", ("properties", "items"), "string"),
-    )
+    assert tool_param_headers(tool) == (ParamHeader("Items", ("properties", "items"), "string"),)
 
 
 def test_json_data_keywords_are_not_searched() -> None:
@@ -726,6 +724,8 @@ def test_later_messages_carry_the_version_and_the_session(dialect: Dialect) -> N
 def test_an_unsafe_session_id_is_refused_before_sending(session_id: str) -> None:
     """A session id the server issued that cannot be echoed safely: -32000, nothing sent."""
     with pytest.raises(McpError) as caught:
-        mcp_headers(V2025_11_25, {"jsonrpc": "2.0", "id": 1, "method": "ping"}, session_id=session_id)
+        mcp_headers(
+            V2025_11_25, {"jsonrpc": "2.0", "id": 1, "method": "ping"}, session_id=session_id
+        )
     assert caught.value.code == -32000
     assert caught.value.cause == ("invalid_header", "Mcp-Session-Id")

@@ -82,9 +82,8 @@ def _oracle(stream: bytes) -> tuple[list[Event], str | None, int | None]:
         elif field == "id":
             if "\0" not in value:
                 id_buffer = value
-        elif field == "retry":
-            if value and all(c in "0123456789" for c in value):
-                retry = int(value)
+        elif field == "retry" and value and all(c in "0123456789" for c in value):
+            retry = int(value)
     return events, last_id, retry
 
 
@@ -120,13 +119,26 @@ _piece = st.sampled_from(
     ]
 )
 _value = st.lists(
-    st.sampled_from([b"x", b" ", b"7", b"42", b":", b"\x00", b"\xc3\xa9", b"\xe4\xb8", b"\xff", BOM]),
+    st.sampled_from(
+        [b"x", b" ", b"7", b"42", b":", b"\x00", b"\xc3\xa9", b"\xe4\xb8", b"\xff", BOM]
+    ),
     max_size=4,
 ).map(b"".join)
 # Mostly whole lines (so events really dispatch), mixed with loose pieces that break them up.
 _line = st.tuples(
     st.sampled_from(
-        [b"data", b"data:", b"data: ", b"data: ", b"event: ", b"id: ", b"id:", b"retry: ", b":", b"foo:"]
+        [
+            b"data",
+            b"data:",
+            b"data: ",
+            b"data: ",
+            b"event: ",
+            b"id: ",
+            b"id:",
+            b"retry: ",
+            b":",
+            b"foo:",
+        ]
     ),
     _value,
     st.sampled_from([b"\n", b"\r\n", b"\r"]),

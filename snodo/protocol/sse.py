@@ -146,7 +146,7 @@ class SseParser:
             chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         end = chunk.rfind(b"\n")
         if end < 0:
-            self._partial(chunk, ())
+            self._partial(chunk, [])
             return []
         lines = chunk[:end].split(b"\n")
         if self._comment:
@@ -161,8 +161,9 @@ class SseParser:
         self._partial(chunk[end + 1 :], events)
         return events
 
-    def _partial(self, fragment: bytes, events: list[Event] | tuple[()]) -> None:
-        """Keep the start of a line whose end has not arrived yet (a comment's is dropped)."""
+    def _partial(self, fragment: bytes, events: list[Event]) -> None:
+        """Keep the start of a line whose end has not arrived yet (a comment's is dropped);
+        ``events`` are this chunk's, handed over if the limit is passed."""
         if not fragment or self._comment:
             return
         if not self._pending and fragment[0] == _COLON:
@@ -171,7 +172,7 @@ class SseParser:
         self._pending.append(fragment)
         self._pending_len += len(fragment)
         if self._limit is not None and self._event_bytes + self._pending_len > self._limit:
-            self._fail(list(events))
+            self._fail(events)
 
     def _fail(self, events: list[Event]) -> None:
         assert self._limit is not None

@@ -3,6 +3,10 @@
 ``ATTR`` (dotted) names a :class:`~snodo.server.Runtime` or a zero-argument callable returning
 one; ``MODULE`` is imported with the current directory on ``sys.path``. Exit status: 0 when stdin
 ends, 2 for a bad target or bad options (with a message on stderr), 130 on Ctrl-C.
+
+``python -m snodo.server --http [--host H] [--port P] MODULE:ATTR`` serves it over Streamable
+HTTP instead (``snodo.server.http.run_http``): the URL is printed on stderr, SIGTERM or Ctrl-C
+stops it.
 """
 
 from __future__ import annotations
@@ -43,7 +47,8 @@ def _seconds(text: str) -> float:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m snodo.server",
-        description="Serve a snodo Runtime over stdio (one JSON-RPC message per line).",
+        description="Serve a snodo Runtime over stdio (one JSON-RPC message per line), "
+        "or over Streamable HTTP with --http.",
     )
     parser.add_argument(
         "target",
@@ -74,7 +79,33 @@ def _parser() -> argparse.ArgumentParser:
         default=DEFAULT_SHUTDOWN_GRACE,
         help="seconds in-flight requests may run on after stdin ends (default %(default)s)",
     )
+    parser.add_argument(
+        "--http",
+        action="store_true",
+        help="serve over Streamable HTTP instead of stdio",
+    )
+    parser.add_argument(
+        "--host",
+        default=None,
+        help="with --http: the address to bind (default 127.0.0.1)",
+    )
+    parser.add_argument(
+        "--port",
+        type=_port,
+        default=None,
+        help="with --http: the port to bind, 0 for any free one (default 8000)",
+    )
     return parser
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be 0..65535, got {value}")
+    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -85,6 +116,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             "python -m snodo.server: error: --server-request-timeout must be positive",
             file=sys.stderr,
         )
+        return 2
+    if args.http:
+        from snodo.server.http import DEFAULT_PORT, run_http
+
+        return run_http(
+            args.target,
+            host="127.0.0.1" if args.host is None else args.host,
+            port=DEFAULT_PORT if args.port is None else args.port,
+            max_concurrency=args.max_concurrency,
+            server_request_timeout=args.server_request_timeout,
+            shutdown_grace=args.shutdown_grace,
+        )
+    if args.port is not None or args.host is not None:
+        print("python -m snodo.server: error: --host and --port need --http", file=sys.stderr)
         return 2
     return run(
         args.target,

@@ -239,7 +239,9 @@ def _mismatch(message: str) -> McpError:
     return McpError(HEADER_MISMATCH, f"Header mismatch: {message}")
 
 
-def check_params(params: Sequence[HeaderParam], arguments: Any, headers: Headers) -> McpError | None:
+def check_params(
+    params: Sequence[HeaderParam], arguments: Any, headers: Headers
+) -> McpError | None:
     """Every annotated argument against its ``Mcp-Param-<Name>`` header (-32020 on failure)."""
     for param in params:
         header = f"Mcp-Param-{param.name}"
@@ -353,7 +355,9 @@ def check_modern_request(
         annotated = header_params(input_schema)
         if annotated:
             arguments = params.get("arguments")
-            return check_params(annotated, arguments if isinstance(arguments, dict) else {}, headers)
+            return check_params(
+                annotated, arguments if isinstance(arguments, dict) else {}, headers
+            )
     return None
 
 
