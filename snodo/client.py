@@ -555,7 +555,11 @@ def initialize_session(
     response = transport.request(message, request_options)
     if "error" in response:
         raise McpError.from_wire(response["error"])
-    session = negotiation.initialize_verdict(response.get("result"), options.protocol)
+    session = negotiation.initialize_verdict(
+        response.get("result"),
+        options.protocol,
+        session_id=getattr(transport, "session_id", None),  # Mcp-Session-Id, when issued
+    )
     from snodo.protocol.dialects import get
 
     negotiated = get(session.version)

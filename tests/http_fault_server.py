@@ -416,6 +416,11 @@ class McpResponder:
             return result(rid, {})
         if method == "tools/list":
             return result(rid, {**done, "tools": self.tools})
+        if method == "resources/read":
+            uri = params.get("uri")
+            return result(rid, {**done, "contents": [{"uri": uri, "text": f"read {uri}"}]})
+        if method == "prompts/get":
+            return result(rid, {**done, "messages": []})
         if method == "tools/call":
             arguments = params.get("arguments") or {}
             text = arguments.get("text", "ok")
@@ -447,6 +452,41 @@ ECHO_TOOL: dict[str, Any] = {
     "description": "Echo the text",
     "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}},
 }
+
+
+ELICIT_FORM: dict[str, Any] = {
+    "mode": "form",
+    "message": "OK?",
+    "requestedSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}},
+}
+
+
+def ask_on_stream(
+    server_request_id: Any, method: str = "elicitation/create", params: Any = ELICIT_FORM
+) -> Handler:
+    """A handler for a request (initialize era) that asks the client ``method`` on the
+    request's event stream, waits for the answer's POST, then sends the request's result
+    carrying that answer (``structuredContent.answer``)."""
+
+    def handler(request: Request, ex: Exchange) -> None:
+        before = len(ex.server.received(lambda r: r.kind == "response"))
+        ex.start_chunked()
+        ex.chunk(
+            b'data: {"jsonrpc":"2.0","id":%s,"method":"%s","params":%s}\n\n'
+            % (json.dumps(server_request_id).encode(), method.encode(), json.dumps(params).encode())
+        )
+        answers = ex.server.wait_for(lambda r: r.kind == "response", before + 1, timeout=10.0)
+        answer = answers[-1].message
+        ex.chunk(
+            event(
+                result(
+                    request.message["id"], {"content": [], "structuredContent": {"answer": answer}}
+                )
+            )
+        )
+        ex.end_chunks()
+
+    return handler
 
 
 def not_found_discover(request: Request, exchange: Exchange) -> None:

@@ -29,6 +29,7 @@ import pytest
 
 import snodo
 from tests.http_fault_server import (
+    ELICIT_FORM,
     JSON_HEADERS,
     LATEST,
     SSE_HEADERS,
@@ -36,6 +37,7 @@ from tests.http_fault_server import (
     FaultServer,
     McpResponder,
     Request,
+    ask_on_stream,
     check_wire,
     error,
     event,
@@ -711,41 +713,8 @@ def test_a_million_digit_integer_is_a_transport_error_quickly(
 # -- initialize era: server requests on the stream, notifications ---------------------------
 
 
-def legacy_server(session_id: str | None = "sess-1") -> FaultServer:
-    return FaultServer(McpResponder(session_id=session_id))
-
-
 def accept(params: dict[str, Any]) -> dict[str, Any]:
     return {"action": "accept", "content": {"ok": True}}
-
-
-ELICIT = {
-    "mode": "form",
-    "message": "OK?",
-    "requestedSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}},
-}
-
-
-def asking(server_request_id: Any, method: str = "elicitation/create", params: Any = ELICIT) -> Any:
-    """A tools/call handler that asks the client on the stream, waits for the answer's POST,
-    then sends the result carrying the answer."""
-
-    def handler(request: Request, ex: Exchange) -> None:
-        ex.start_chunked()
-        ex.chunk(
-            b'data: {"jsonrpc":"2.0","id":%s,"method":"%s","params":%s}\n\n'
-            % (
-                json.dumps(server_request_id).encode(),
-                method.encode(),
-                json.dumps(params).encode(),
-            )
-        )
-        answers = ex.server.wait_for(lambda r: r.kind == "response", timeout=10.0)
-        answer = answers[-1].message
-        ex.chunk(event(result(rid(request), {"content": [], "structuredContent": {"answer": answer}})))
-        ex.end_chunks()
-
-    return handler
 
 
 def test_a_server_request_id_beyond_64_bits_is_answered_exactly() -> None:
@@ -753,7 +722,7 @@ def test_a_server_request_id_beyond_64_bits_is_answered_exactly() -> None:
     id (on its own POST, with the session headers)."""
     big_id = 12345678901234567890123456789
     with fault_server(McpResponder(session_id="sess-1")) as server:
-        server.once("tools/call", asking(big_id))
+        server.once("tools/call", ask_on_stream(big_id))
         with connect(server, protocol="2025-11-25", input_handlers={"form": accept}) as client:
             got = client.call_tool("echo", {"text": "x"})
             assert got["structuredContent"]["answer"]["id"] == big_id
@@ -770,7 +739,7 @@ def test_a_failing_answer_post_fails_the_request_in_flight() -> None:
     """A server request answered on its own POST: when that POST fails (here 500), the request
     in flight fails with -32000; the client then still works."""
     with fault_server(McpResponder(session_id="sess-1")) as server:
-        server.once("tools/call", asking("q-1"))
+        server.once("tools/call", ask_on_stream("q-1"))
         server.once(lambda r: r.kind == "response", lambda r, ex: ex.respond(500, b"down"))
         with connect(server, protocol="2025-11-25", input_handlers={"form": accept}) as client:
             err, took = fails(client)
@@ -793,7 +762,7 @@ def test_a_handler_exception_propagates_to_the_caller_over_http() -> None:
 
         def ask_then_wait(request: Request, ex: Exchange) -> None:
             ex.start_chunked()
-            ex.chunk(event({"jsonrpc": "2.0", "id": 5, "method": "elicitation/create", "params": ELICIT}))
+            ex.chunk(event({"jsonrpc": "2.0", "id": 5, "method": "elicitation/create", "params": ELICIT_FORM}))
             ex.wait_client_gone(10.0)
             ex.close()
 
@@ -808,7 +777,7 @@ def test_handler_time_counts_against_the_request_timeout() -> None:
     """The time an input handler takes counts against the request's timeout, which is not
     extended: a handler that takes 1.5 s inside a request with timeout 1 s ends in -32001."""
     with fault_server(McpResponder(session_id="sess-1")) as server:
-        server.once("tools/call", asking("slow"))
+        server.once("tools/call", ask_on_stream("slow"))
 
         def slow(params: dict[str, Any]) -> dict[str, Any]:
             threading.Event().wait(1.5)  # a user taking their time, not synchronisation

@@ -10,18 +10,20 @@ response down, which the server treats as cancellation. Headers come from the di
 
 from __future__ import annotations
 
+import http.client
+import socket
 import threading
 import time
 from collections.abc import Mapping
 from typing import Any
 
 import urllib3
-from snodo.auth import Challenge, TokenProvider, check_token, needs_refresh, select_challenge
-from snodo.protocol.headers import check_user_headers, filter_tools, mcp_headers
 
 from snodo._log import get_logger
+from snodo.auth import Challenge, TokenProvider, check_token, needs_refresh, select_challenge
 from snodo.protocol import errors, jsonrpc
 from snodo.protocol.errors import McpError
+from snodo.protocol.headers import check_user_headers, filter_tools, mcp_headers
 from snodo.protocol.sse import EventTooLarge, SseParser
 from snodo.transports.base import RequestOptions
 from snodo.transports.targets import Http
@@ -34,6 +36,68 @@ READ_SIZE = 64 * 1024
 DELETE_WAIT = 5.0
 #: Connections kept per host in the shared pool (concurrent requests beyond it open and close).
 POOL_MAXSIZE = 32
+
+
+class _InterimSkippingResponse(http.client.HTTPResponse):
+    """Skips every interim 1xx response (http.client itself skips only 100 Continue)."""
+
+    def _read_status(self) -> tuple[str, int, str]:
+        while True:
+            version, status, reason = super()._read_status()  # type: ignore[misc]
+            if 102 <= status < 200:
+                http.client._read_headers(self.fp)  # type: ignore[attr-defined]
+                continue
+            return version, status, reason
+
+
+class _Attempt:
+    """The socket of the request in flight, so a deadline can cut a dripping response head."""
+
+    __slots__ = ("fired", "sock")
+
+    def __init__(self) -> None:
+        self.sock: Any = None
+        self.fired = False
+
+    def cut(self) -> None:
+        self.fired = True
+        sock = self.sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+_attempts = threading.local()
+
+
+class _Connection(urllib3.connection.HTTPConnection):
+    response_class = _InterimSkippingResponse
+
+    def getresponse(self) -> Any:
+        attempt: _Attempt | None = getattr(_attempts, "current", None)
+        if attempt is not None:
+            attempt.sock = self.sock
+        return super().getresponse()
+
+
+class _TlsConnection(urllib3.connection.HTTPSConnection):
+    response_class = _InterimSkippingResponse
+
+    def getresponse(self) -> Any:
+        attempt: _Attempt | None = getattr(_attempts, "current", None)
+        if attempt is not None:
+            attempt.sock = self.sock
+        return super().getresponse()
+
+
+class _Pool(urllib3.HTTPConnectionPool):
+    ConnectionCls = _Connection
+
+
+class _TlsPool(urllib3.HTTPSConnectionPool):
+    ConnectionCls = _TlsConnection
 
 
 _pools: dict[tuple[Any, ...], urllib3.PoolManager] = {}
@@ -59,6 +123,7 @@ def _pool(verify: bool, ca_certs: str | None, client_cert: Any) -> urllib3.PoolM
                 cert_file=cert_file,
                 key_file=key_file,
             )
+            pool.pool_classes_by_scheme = {"http": _Pool, "https": _TlsPool}
             _pools[key] = pool
         return pool
 
@@ -253,6 +318,13 @@ class HttpTransport:
         if token is not None:
             all_headers["Authorization"] = f"Bearer {token}"
         deadline = None if timeout is None else time.monotonic() + timeout
+        attempt = _Attempt()
+        timer = None
+        if timeout is not None:
+            from snodo.supervision.timers import call_later
+
+            timer = call_later(timeout, attempt.cut)
+        _attempts.current = attempt
         try:
             response = self._pool.urlopen(
                 method,
@@ -265,13 +337,14 @@ class HttpTransport:
                 retries=False,
                 timeout=urllib3.Timeout(connect=timeout, read=timeout),
             )
-        except urllib3.exceptions.TimeoutError as exc:
-            raise errors.timeout_error(timeout or 0.0, cause=("http", str(exc))) from None
         except urllib3.exceptions.HTTPError as exc:
-            raise errors.connection_error(
-                f"HTTP request to {self.url} failed: {type(exc).__name__}",
-                cause=("http", str(exc)),
-            ) from None
+            if attempt.fired:
+                raise errors.timeout_error(timeout or 0.0, cause=("http", "deadline")) from None
+            raise self._failure(exc, timeout) from None
+        finally:
+            _attempts.current = None
+            if timer is not None:
+                timer.cancel()
         length = response.headers.get("content-length")
         if length is not None and length.isdigit() and int(length) > self._limit:
             _discard(response)
@@ -280,6 +353,17 @@ class HttpTransport:
                 cause=("max_response_bytes", self._limit),
             )
         return response, deadline
+
+    def _failure(self, exc: Exception, timeout: float | None) -> McpError:
+        if isinstance(exc, urllib3.exceptions.NewConnectionError):  # a ConnectTimeoutError too
+            return errors.connection_error(
+                f"Cannot connect to {self.url}", cause=("http", str(exc))
+            )
+        if isinstance(exc, urllib3.exceptions.TimeoutError):
+            return errors.timeout_error(timeout or 0.0, cause=("http", str(exc)))
+        return errors.connection_error(
+            f"HTTP request to {self.url} failed: {type(exc).__name__}", cause=("http", str(exc))
+        )
 
     def _answer(
         self,
@@ -290,12 +374,20 @@ class HttpTransport:
     ) -> dict[str, Any]:
         content_type = (response.headers.get("content-type") or "").split(";")[0].strip().lower()
         if content_type == "text/event-stream" and 200 <= response.status < 300:
-            return self._stream(message, response, options, deadline)
+            try:
+                return self._stream(message, response, options, deadline)
+            finally:
+                _discard(response)  # an event stream never goes back to the pool
         body = self._read_all(response, deadline, options.timeout)
         decoded = _json_rpc(body)
+        if decoded is not None and "error" in decoded and decoded.get("id") is None:
+            return {**decoded, "id": message["id"]}
         if decoded is not None and ("result" in decoded or "error" in decoded):
-            if "error" in decoded and decoded.get("id") is None:
-                decoded = {**decoded, "id": message["id"]}
+            if decoded.get("id") != message["id"]:
+                raise errors.connection_error(
+                    "The server answered another request id",
+                    cause=("unexpected_id", decoded.get("id")),
+                )
             return decoded
         raise self._status_error(response, body)
 
@@ -326,6 +418,8 @@ class HttpTransport:
             while True:
                 chunk = response.read1(READ_SIZE)
                 if not chunk:
+                    if watchdog.fired:  # shut down at the deadline: the body is cut short
+                        raise errors.timeout_error(timeout or 0.0, cause=("http", "deadline"))
                     return b"".join(chunks)
                 total += len(chunk)
                 if total > self._limit:
@@ -371,21 +465,19 @@ class HttpTransport:
         total = 0
         try:
             while True:
+                if watchdog.fired or _past(deadline, cap):
+                    raise self._stream_timeout(options, deadline, cap)
                 try:
                     chunk = response.read1(READ_SIZE)
                 except urllib3.exceptions.HTTPError as exc:
                     if watchdog.fired:
-                        if cap is not None and deadline is not None and cap <= deadline:
-                            raise errors.max_total_timeout_error(
-                                options.max_total_timeout or 0.0
-                            ) from None
-                        raise errors.timeout_error(
-                            options.timeout or 0.0, cause=("http", "deadline")
-                        ) from None
+                        raise self._stream_timeout(options, deadline, cap) from None
                     raise errors.connection_error(
                         "The event stream broke off", cause=("http", str(exc))
                     ) from None
                 if not chunk:
+                    if watchdog.fired:
+                        raise self._stream_timeout(options, deadline, cap)
                     raise errors.connection_error(
                         "The event stream ended without a response", cause=("sse_ended",)
                     )
@@ -427,6 +519,14 @@ class HttpTransport:
             raise
         finally:
             watchdog.cancel()
+
+    @staticmethod
+    def _stream_timeout(
+        options: RequestOptions, deadline: float | None, cap: float | None
+    ) -> McpError:
+        if cap is not None and deadline is not None and cap <= deadline:
+            return errors.max_total_timeout_error(options.max_total_timeout or 0.0)
+        return errors.timeout_error(options.timeout or 0.0, cause=("http", "deadline"))
 
     def _serve(self, request: dict[str, Any], options: RequestOptions) -> None:
         """Answer a server-to-client request from the stream in the calling thread; POST it."""
@@ -476,6 +576,11 @@ def _json_rpc(body: bytes) -> dict[str, Any] | None:
     if isinstance(decoded, dict) and decoded.get("jsonrpc") == "2.0":
         return decoded
     return None
+
+
+def _past(deadline: float | None, cap: float | None) -> bool:
+    now = time.monotonic()
+    return (deadline is not None and now >= deadline) or (cap is not None and now >= cap)
 
 
 def _discard(response: Any) -> None:
