@@ -871,7 +871,9 @@ class HttpServer:
         chunks: list[bytes] = []
         total = 0
         while True:
-            chunk = stream.read(65536)
+            # A chunked read returns only once it has this much (or the body ended), so never
+            # ask for more than would cross the limit.
+            chunk = stream.read(min(65536, limit + 1 - total))
             if not chunk:
                 break
             total += len(chunk)
@@ -1069,7 +1071,13 @@ class HttpServer:
         primed = session.version == "2025-11-25"
         if primed and self._retry_ms is not None:
             return self._respond(
-                req, job.stream, session=session, prime=True, retry_ms=self._retry_ms, poll=True
+                req,
+                job.stream,
+                session=session,
+                defer=False,
+                prime=True,
+                retry_ms=self._retry_ms,
+                poll=True,
             )
         return self._respond(req, job.stream, session=session, prime=primed)
 

@@ -406,7 +406,10 @@ def route_post(
     """Which era serves a POSTed message.
 
     The body decides first: a request whose ``_meta`` names a protocol version is 2026-07-28
-    (its headers are then checked against it); ``initialize`` without one opens a session.
+    (its headers are then checked against it) when the runtime serves that era; ``initialize``
+    without one opens a session. A runtime without 2026-07-28 answers everything as an
+    initialize-era server does (a modern probe gets 400 for its missing session, which a
+    dual-era client reads as "fall back to initialize").
     Otherwise a session id, or an ``MCP-Protocol-Version`` naming an initialize-era version,
     means the initialize era; anything else goes to 2026-07-28 when the runtime serves it.
     A client's response (to a server request) exists only in the initialize era.
@@ -417,7 +420,7 @@ def route_post(
         return "legacy" if serves_legacy else "modern"
     if kind == "request":
         meta = params.get("_meta") if params is not None else None
-        if isinstance(meta, dict) and PROTOCOL_VERSION_KEY in meta:
+        if serves_modern and isinstance(meta, dict) and PROTOCOL_VERSION_KEY in meta:
             return "modern"
         if method == "initialize" and serves_legacy:
             return "initialize"

@@ -159,7 +159,15 @@ class StdioTransport:
                 self._write(message, started + limit)
             except TimeoutError:
                 raise errors.timeout_error(limit, cause=("write_timeout",)) from None
-            return self._await(request_id, call, options, started)
+            try:
+                return self._await(request_id, call, options, started)
+            except McpError:
+                raise
+            except BaseException:
+                # Interrupted from outside (a gevent.Timeout, KeyboardInterrupt, a progress
+                # function that raised): the server may stop working on it.
+                self._cancel(request_id, "The client stopped waiting")
+                raise
         finally:
             with self._lock:
                 self._pending.pop(request_id, None)
@@ -320,11 +328,7 @@ class StdioTransport:
             # progress
             call.queued_progress -= 1
             if options.on_progress is not None:
-                try:
-                    options.on_progress(value)
-                except BaseException:
-                    self._cancel(request_id, "The client stopped waiting")
-                    raise
+                options.on_progress(value)  # if it raises, request() cancels
             if options.reset_timeout_on_progress and timeout is not None:
                 deadline = time.monotonic() + timeout
 
