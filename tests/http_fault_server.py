@@ -114,7 +114,7 @@ class _Reader:
                 raise Stopped
             try:
                 data = self.sock.recv(65536)
-            except socket.timeout:
+            except TimeoutError:
                 continue
             except OSError as exc:
                 raise Stopped from exc
@@ -192,7 +192,7 @@ class Exchange:
                 return False
             try:
                 n = self.sock.send(view)
-            except socket.timeout:
+            except TimeoutError:
                 continue
             except OSError:
                 self.client_gone = True
@@ -216,7 +216,7 @@ class Exchange:
         while time.monotonic() < deadline and not self.server.stopping.is_set():
             try:
                 data = self.sock.recv(65536)
-            except socket.timeout:
+            except TimeoutError:
                 continue
             except OSError:
                 data = b""
@@ -462,21 +462,26 @@ ELICIT_FORM: dict[str, Any] = {
 
 
 def ask_on_stream(
-    server_request_id: Any, method: str = "elicitation/create", params: Any = ELICIT_FORM
+    server_request_id: Any,
+    method: str = "elicitation/create",
+    params: Any = ELICIT_FORM,
+    *,
+    answers: int = 1,
 ) -> Handler:
-    """A handler for a request (initialize era) that asks the client ``method`` on the
-    request's event stream, waits for the answer's POST, then sends the request's result
-    carrying that answer (``structuredContent.answer``)."""
+    """A handler for a request that asks the client ``method`` (``params`` None: no params) on
+    the request's event stream, waits for ``answers`` answer POSTs (more than one when the
+    first is refused and resent), then sends the request's result carrying the last answer
+    (``structuredContent.answer``)."""
+    request_text = {"jsonrpc": "2.0", "id": server_request_id, "method": method}
+    if params is not None:
+        request_text["params"] = params
 
     def handler(request: Request, ex: Exchange) -> None:
         before = len(ex.server.received(lambda r: r.kind == "response"))
         ex.start_chunked()
-        ex.chunk(
-            b'data: {"jsonrpc":"2.0","id":%s,"method":"%s","params":%s}\n\n'
-            % (json.dumps(server_request_id).encode(), method.encode(), json.dumps(params).encode())
-        )
-        answers = ex.server.wait_for(lambda r: r.kind == "response", before + 1, timeout=10.0)
-        answer = answers[-1].message
+        ex.chunk(event(request_text))
+        got = ex.server.wait_for(lambda r: r.kind == "response", before + answers, timeout=10.0)
+        answer = got[-1].message
         ex.chunk(
             event(
                 result(
@@ -530,9 +535,7 @@ class FaultServer:
     def _handler_for(self, request: Request) -> Handler:
         with self._cond:
             for rule in self._rules:
-                if (rule.remaining is None or rule.remaining > 0) and _matches(
-                    rule.match, request
-                ):
+                if (rule.remaining is None or rule.remaining > 0) and _matches(rule.match, request):
                     if rule.remaining is not None:
                         rule.remaining -= 1
                     return rule.handler
@@ -577,7 +580,7 @@ class FaultServer:
         while not self.stopping.is_set():
             try:
                 sock, _ = self._listener.accept()
-            except socket.timeout:
+            except TimeoutError:
                 continue
             except OSError:
                 return
@@ -669,7 +672,7 @@ class TeeProxy:
         while not self.stopping.is_set():
             try:
                 client, _ = self._listener.accept()
-            except socket.timeout:
+            except TimeoutError:
                 continue
             except OSError:
                 return
@@ -714,12 +717,14 @@ class TeeProxy:
                 with contextlib.suppress(OSError):
                     sock.shutdown(socket.SHUT_RDWR)
 
-    def _responses(self, server: socket.socket, client: socket.socket, done: threading.Event) -> None:
+    def _responses(
+        self, server: socket.socket, client: socket.socket, done: threading.Event
+    ) -> None:
         try:
             while not (self.stopping.is_set() or done.is_set()):
                 try:
                     data = server.recv(65536)
-                except socket.timeout:
+                except TimeoutError:
                     continue
                 except OSError:
                     return
@@ -759,7 +764,7 @@ def _send_all(sock: socket.socket, data: bytes, stopping: threading.Event) -> bo
             return False
         try:
             n = sock.send(view)
-        except socket.timeout:
+        except TimeoutError:
             continue
         except OSError:
             return False

@@ -38,6 +38,7 @@ from tests.http_fault_server import (
     McpResponder,
     Request,
     TeeProxy,
+    ask_on_stream,
     b64_sentinel,
     check_wire,
     error,
@@ -103,7 +104,12 @@ def build_runtime(
 @contextmanager
 def served(versions: Any = ALL, **server_options: Any) -> Iterator[Served]:
     observed = client_runtime.Observed()
-    runtime, gate = build_runtime(versions, observed, page_size=server_options.pop("page_size", 100), tools=server_options.pop("tools", 0))
+    runtime, gate = build_runtime(
+        versions,
+        observed,
+        page_size=server_options.pop("page_size", 100),
+        tools=server_options.pop("tools", 0),
+    )
     with serve_http(runtime, **server_options) as server:
         parts = urlsplit(server.url)
         assert parts.hostname is not None and parts.port is not None
@@ -163,7 +169,9 @@ def test_every_call_kind_works_over_http(version: str, how: str) -> None:
     prompts, completion; discover on 2026-07-28, ping on the initialize era. Every message
     the client sent validates against the version's schema."""
     versions = ALL if version == LATEST else LEGACY
-    protocol: Any = version if how == "pinned" else (None if version != "2025-06-18" else [LATEST, version])
+    protocol: Any = (
+        version if how == "pinned" else (None if version != "2025-06-18" else [LATEST, version])
+    )
     with served(versions) as own, http(own.url, protocol=protocol) as client:
         assert client.version == version
         names = {t["name"] for t in client.list_tools()}
@@ -193,7 +201,10 @@ def test_every_call_kind_works_over_http(version: str, how: str) -> None:
         assert "Please review todo" in prompt["messages"][0]["content"]["text"]
         completion = client.request(
             "completion/complete",
-            {"ref": {"type": "ref/prompt", "name": "review"}, "argument": {"name": "name", "value": "j"}},
+            {
+                "ref": {"type": "ref/prompt", "name": "review"},
+                "argument": {"name": "name", "value": "j"},
+            },
         )
         assert completion["completion"]["values"] == ["jason", "jq", "json"]
         assert [r["uri"] for r in client.list_resources()] == ["note://readme"]
@@ -219,7 +230,11 @@ def test_every_call_kind_works_over_http(version: str, how: str) -> None:
         assert methods.count("server/discover") == (2 if how == "negotiated" else 1)
     else:
         start = 1 if how == "negotiated" else 0
-        assert methods[start : start + 3] == ["initialize", "notifications/initialized", "tools/list"]
+        assert methods[start : start + 3] == [
+            "initialize",
+            "notifications/initialized",
+            "tools/list",
+        ]
         assert methods[-1] == "DELETE"
         assert "server/discover" not in methods[start:]
 
@@ -466,7 +481,9 @@ def test_2026_requests_carry_the_policy_headers(fake: FaultServer) -> None:
         meta = request.message["params"]["_meta"]
         assert meta["io.modelcontextprotocol/protocolVersion"] == LATEST
         assert request.header("Mcp-Method") == request.rpc
-        accept_types = {t.strip().split(";")[0] for t in (request.header("Accept") or "").split(",")}
+        accept_types = {
+            t.strip().split(";")[0] for t in (request.header("Accept") or "").split(",")
+        }
         assert {"application/json", "text/event-stream"} <= accept_types
         assert request.header("Accept-Encoding") == "identity"
         assert request.header("Content-Type") == "application/json"
@@ -530,7 +547,14 @@ def test_mcp_param_headers_mirror_annotated_arguments(fake: FaultServer) -> None
         (tool,) = client.list_tools()
         client.call_tool(
             tool,
-            {"region": "eu", "limit": 0, "dry": False, "filter": {"owner": "Zoë"}, "note": None, "query": "q"},
+            {
+                "region": "eu",
+                "limit": 0,
+                "dry": False,
+                "filter": {"owner": "Zoë"},
+                "note": None,
+                "query": "q",
+            },
         )
         client.call_tool(tool, {"region": "", "limit": -7, "dry": True, "query": "q"})
         client.call_tool(tool, {"region": " padded ", "query": "q"})
@@ -566,11 +590,16 @@ def test_list_tools_leaves_out_tools_with_invalid_annotations_and_warns(
         tool("bad-number", {"n": {"type": "number", "x-mcp-header": "N"}}),
         tool(
             "bad-duplicate",
-            {"a": {"type": "string", "x-mcp-header": "Same"}, "b": {"type": "string", "x-mcp-header": "same"}},
+            {
+                "a": {"type": "string", "x-mcp-header": "Same"},
+                "b": {"type": "string", "x-mcp-header": "same"},
+            },
         ),
         tool("bad-token", {"a": {"type": "string", "x-mcp-header": "has space"}}),
         tool("bad-empty", {"a": {"type": "string", "x-mcp-header": ""}}),
-        tool("bad-items", {"a": {"type": "array", "items": {"type": "string", "x-mcp-header": "I"}}}),
+        tool(
+            "bad-items", {"a": {"type": "array", "items": {"type": "string", "x-mcp-header": "I"}}}
+        ),
         tool("bad-anyof", {"a": {"anyOf": [{"type": "string", "x-mcp-header": "A"}]}}),
     ]
     bad = ["bad-number", "bad-duplicate", "bad-token", "bad-empty", "bad-items", "bad-anyof"]
@@ -726,6 +755,10 @@ def test_the_session_id_goes_on_every_later_request(legacy: str) -> None:
             "DELETE",
         ]
         for request in later:
+            if request.method == "POST":
+                accepted = (request.header("Accept") or "").replace(" ", "").split(",")
+                assert {"application/json", "text/event-stream"} <= set(accepted)
+                assert request.header("Accept-Encoding") == "identity"
             assert request.header_values("Mcp-Session-Id") == ["sess-abc"]
             assert request.header("MCP-Protocol-Version") == legacy
             assert not {"mcp-method", "mcp-name"} & request.header_names()
@@ -781,11 +814,18 @@ def test_server_requests_on_the_stream_are_answered_in_the_calling_thread(legacy
 
         return handler
 
-    handlers = {"form": record("form", accept), "sampling": record("sampling", sampler), "roots": record("roots", rooter)}
+    handlers = {
+        "form": record("form", accept),
+        "sampling": record("sampling", sampler),
+        "roots": record("roots", rooter),
+    }
     with served() as own:
         with http(own.url, protocol=legacy, input_handlers=handlers) as client:
             deployed = client.call_tool("deploy", {})
-            assert deployed["structuredContent"] == {"action": "accept", "given": {"approved": True}}
+            assert deployed["structuredContent"] == {
+                "action": "accept",
+                "given": {"approved": True},
+            }
             summary = client.call_tool("summarize", {})
             assert summary["structuredContent"]["sampled"]["content"]["text"] == "a summary"
             roots = client.call_tool("roots", {})
@@ -795,11 +835,93 @@ def test_server_requests_on_the_stream_are_answered_in_the_calling_thread(legacy
         assert {ident for _, ident in calls} == {threading.get_ident()}
         answers = own.proxy.received(lambda r: r.kind == "response")
         assert len(answers) == 3
-        for answer, method in zip(answers, ["elicitation/create", "sampling/createMessage", "roots/list"]):
+        for answer, method in zip(
+            answers, ["elicitation/create", "sampling/createMessage", "roots/list"], strict=True
+        ):
             assert answer.header("Mcp-Session-Id") == sid
             assert answer.header("MCP-Protocol-Version") == legacy
             check_response(legacy, answer.message, method)
         check_wire(own.proxy.received(), legacy)
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "expected"),
+    [
+        ("ping", None, {"result": {}}),
+        ("sampling/createMessage", {"messages": [], "maxTokens": 5}, {"code": -32601}),
+        (
+            "elicitation/create",
+            {"mode": "url", "message": "m", "url": "https://x.test", "elicitationId": "e"},
+            {"code": -32601},
+        ),
+        (
+            "elicitation/create",
+            {"mode": "form", "requestedSchema": {"type": "object"}},
+            {"code": -32602},
+        ),
+        (
+            "elicitation/create",
+            {
+                "mode": "form",
+                "message": "fail",
+                "requestedSchema": {"type": "object", "properties": {}},
+            },
+            {"code": -32603},
+        ),
+    ],
+    ids=["ping", "no-sampling-handler", "no-url-handler", "missing-message", "handler-error"],
+)
+def test_server_requests_without_a_usable_handler_are_answered_with_errors(
+    method: str, params: Any, expected: dict[str, Any]
+) -> None:
+    """A server ping is answered {} without a handler; a request of a kind with no handler is
+    answered -32601, one whose params lack the kind's keys -32602, and a handler that fails
+    (HandlerError) -32603; each answer is POSTed, and the call in flight still completes."""
+
+    def form(params: dict[str, Any]) -> dict[str, Any]:
+        if params.get("message") == "fail":
+            raise snodo.HandlerError("the user walked away")
+        return accept(params)
+
+    with fault_server(McpResponder(session_id="s-e")) as fake:
+        fake.once("tools/call", ask_on_stream("srv-7", method, params))
+        with http(fake.url, protocol="2025-11-25", input_handlers={"form": form}) as client:
+            got = client.call_tool("echo", {"text": "x"})
+        answer = got["structuredContent"]["answer"]
+        assert answer["id"] == "srv-7"
+        if "result" in expected:
+            assert answer["result"] == expected["result"]
+        else:
+            assert answer["error"]["code"] == expected["code"]
+        (posted,) = fake.received(lambda r: r.kind == "response")
+        check_response("2025-11-25", posted.message, method if "result" in expected else None)
+
+
+def test_a_2026_connection_with_handlers_answers_server_requests_on_the_stream(
+    fake: FaultServer,
+) -> None:
+    """On 2026-07-28 over HTTP with input handlers installed, a server ping is answered {} and
+    an elicitation request goes to the handlers; each answer is its own POST carrying
+    MCP-Protocol-Version."""
+    fake.once("tools/call", ask_on_stream(41, "ping", None))
+    fake.once("tools/call", ask_on_stream(42))
+    seen: list[dict[str, Any]] = []
+
+    def form(params: dict[str, Any]) -> dict[str, Any]:
+        seen.append(params)
+        return accept(params)
+
+    with http(fake.url, protocol=LATEST, input_handlers={"form": form}) as client:
+        pinged = client.call_tool("echo", {"text": "x"})
+        asked = client.call_tool("echo", {"text": "y"})
+    assert pinged["structuredContent"]["answer"] == {"jsonrpc": "2.0", "id": 41, "result": {}}
+    assert asked["structuredContent"]["answer"]["result"] == accept({})
+    assert len(seen) == 1 and seen[0]["message"] == "OK?"
+    answers = fake.received(lambda r: r.kind == "response")
+    assert len(answers) == 2
+    for answer in answers:
+        assert answer.header("MCP-Protocol-Version") == LATEST
+    check_wire(fake.received(), LATEST)
 
 
 def test_close_sends_delete_with_a_bounded_wait() -> None:

@@ -161,6 +161,25 @@ def test_the_token_goes_on_every_2026_request(fake: FaultServer) -> None:
     assert len(provider.token_calls) == 3
 
 
+def test_a_401_on_the_answer_to_a_server_request_refreshes_and_resends_it() -> None:
+    """An answer to a server request is sent like any request: with the provider's token,
+    and once more with the refreshed token after a 401."""
+    with fault_server(McpResponder(session_id="s-ans")) as fake:
+        fake.once("tools/call", ask_on_stream("srv-2", answers=2))
+        fake.once(lambda r: r.kind == "response", refuse(401, BEARER_401))
+        provider = Provider()
+        with http(
+            fake.url, provider, protocol="2025-11-25", input_handlers={"form": accept}
+        ) as client:
+            got = client.call_tool("echo", {"text": "x"})
+            assert got["structuredContent"]["answer"]["result"] == accept({})
+        refused, resent = fake.received(lambda r: r.kind == "response")
+        assert bearer(refused) == f"Bearer {SECRET}"
+        assert bearer(resent) == f"Bearer {FRESH}"
+        assert resent.body == refused.body
+        assert len(provider.refresh_calls) == 1
+
+
 def test_a_none_token_sends_no_authorization_header(fake: FaultServer) -> None:
     """A provider returning None sends the request without Authorization (how a client learns
     the server's challenge)."""
@@ -306,7 +325,9 @@ def test_a_second_refusal_is_unauthorized_and_no_token_appears_anywhere(
             kind, status, challenge = err.cause
             assert (kind, status) == ("unauthorized", second[0])
             assert isinstance(challenge, Challenge)
-            assert challenge.error == ("invalid_token" if second[0] == 401 else "insufficient_scope")
+            assert challenge.error == (
+                "invalid_token" if second[0] == 401 else "insufficient_scope"
+            )
             assert len(fake.received("tools/call")) == 2
             assert len(provider.refresh_calls) == 1
             # the client still works once the provider's token is accepted

@@ -80,7 +80,9 @@ def rid(request: Request) -> Any:
     return request.message["id"]
 
 
-def fails(client: snodo.Client, *, timeout: float = 10.0, **kw: Any) -> tuple[snodo.McpError, float]:
+def fails(
+    client: snodo.Client, *, timeout: float = 10.0, **kw: Any
+) -> tuple[snodo.McpError, float]:
     """Call echo, expecting an McpError; (the error, seconds it took)."""
     started = time.monotonic()
     with pytest.raises(snodo.McpError) as caught:
@@ -251,6 +253,103 @@ def test_an_endless_header_section_is_refused(server: FaultServer) -> None:
         assert err.code == -32000 and err.kind == "transport"
         assert took < 5.0
         assert writer.client_gone.wait(10.0)
+        still_works(client, server)
+
+
+def test_a_head_larger_than_the_limit_is_refused(server: FaultServer) -> None:
+    """max_response_bytes is checked while the response arrives, the status line and headers
+    included: a head of 80 header lines of 20 KB each (1.6 MB, every line within HTTP
+    parsers' line limits) is refused with cause ("max_response_bytes", limit)."""
+    gone = threading.Event()
+
+    def big_head(request: Request, ex: Exchange) -> None:
+        lines = [(f"X-Filler-{i}", "h" * 20_000) for i in range(80)]
+        body = json.dumps(result(rid(request), {"content": []})).encode()
+        ex.head(200, [*JSON_HEADERS, *lines, ("Content-Length", str(len(body)))])
+        ex.send(body)
+        if ex.wait_client_gone(5.0):
+            gone.set()
+        ex.close()
+
+    server.once("tools/call", big_head)
+    with connect(server, max_response_bytes=LIMIT) as client:
+        err, took = fails(client)
+        assert err.code == -32000 and err.kind == "transport"
+        assert err.cause == ("max_response_bytes", LIMIT)
+        assert took < 5.0
+        still_works(client, server)
+
+
+def test_an_endless_chunk_size_line_is_refused(server: FaultServer) -> None:
+    """RFC 9112 chunked framing: a chunk-size line that never ends is refused (-32000) rather
+    than read without bound."""
+    writer = Writer()
+
+    def endless_size(request: Request, ex: Exchange) -> None:
+        ex.start_chunked(200, JSON_HEADERS)
+        zeros = b"0" * 65536
+        writer.pump(ex, lambda: ex.send(zeros))
+
+    server.once("tools/call", endless_size)
+    with connect(server, max_response_bytes=LIMIT) as client:
+        err, took = fails(client)
+        assert err.code == -32000 and err.kind == "transport"
+        assert took < 5.0
+        assert writer.client_gone.wait(10.0)
+        still_works(client, server)
+
+
+def test_chunked_framing_wins_over_content_length(server: FaultServer) -> None:
+    """RFC 9112 framing: with both Transfer-Encoding: chunked and Content-Length, the chunked
+    framing delimits the body."""
+
+    def both(request: Request, ex: Exchange) -> None:
+        body = json.dumps(result(rid(request), {"content": [{"type": "text", "text": "chunked"}]}))
+        ex.close()
+        ex.head(
+            200,
+            [
+                *JSON_HEADERS,
+                ("Content-Length", "5"),
+                ("Transfer-Encoding", "chunked"),
+                ("Connection", "close"),
+            ],
+        )
+        ex.chunk(body[:10])
+        ex.chunk(body[10:])
+        ex.end_chunks()
+
+    server.once("tools/call", both)
+    with connect(server) as client:
+        assert client.call_tool("echo", {"text": "x"})["content"][0]["text"] == "chunked"
+        still_works(client, server)
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    [
+        "application/json; charset=utf-8",
+        "Application/JSON",
+        "text/event-stream; charset=utf-8",
+        "Text/Event-Stream",
+    ],
+)
+def test_media_types_are_matched_without_case_or_parameters(
+    server: FaultServer, content_type: str
+) -> None:
+    """JSON and event-stream responses are both accepted; the media type is matched ignoring
+    case and parameters (RFC 9110 §8.3.1)."""
+
+    def typed(request: Request, ex: Exchange) -> None:
+        answer = result(rid(request), {"content": [{"type": "text", "text": content_type}]})
+        if "json" in content_type.lower():
+            ex.respond(200, json.dumps(answer), [("Content-Type", content_type)])
+        else:
+            ex.sse([answer], headers=[("Content-Type", content_type)])
+
+    server.once("tools/call", typed)
+    with connect(server) as client:
+        assert client.call_tool("echo", {"text": "x"})["content"][0]["text"] == content_type
         still_works(client, server)
 
 
@@ -533,7 +632,13 @@ def test_an_event_stream_after_keep_alives_and_split_across_reads(server: FaultS
         stream = (
             b": keep-alive\n\n"
             + b":\r\n\r\n"
-            + event({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "hi"}})
+            + event(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/message",
+                    "params": {"level": "info", "data": "hi"},
+                }
+            )
             + event(result(me + 1000, {"content": []}))
             + event(progress(me + 1000, 9))
             + b"event: message\r\nid: 7\r\n"
@@ -762,7 +867,16 @@ def test_a_handler_exception_propagates_to_the_caller_over_http() -> None:
 
         def ask_then_wait(request: Request, ex: Exchange) -> None:
             ex.start_chunked()
-            ex.chunk(event({"jsonrpc": "2.0", "id": 5, "method": "elicitation/create", "params": ELICIT_FORM}))
+            ex.chunk(
+                event(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": 5,
+                        "method": "elicitation/create",
+                        "params": ELICIT_FORM,
+                    }
+                )
+            )
             ex.wait_client_gone(10.0)
             ex.close()
 

@@ -663,6 +663,27 @@ def test_modern_get_and_delete_are_405(start: Callable[..., HttpServer], verb: s
     assert reply.status == 405 and reply.headers["allow"] == "POST"
 
 
+def test_era_detection_by_a_dual_era_client(start: Callable[..., HttpServer]) -> None:
+    """(c) era detection over HTTP: a legacy-only server answers a 2026-07-28 probe with 400
+    and no modern error code (the client falls back to initialize); a modern-only server
+    answers initialize with 400 -32020, a recognized modern error."""
+    legacy_only = start(LEGACY)
+    probe_ = Mcp(legacy_only, MODERN)
+    reply = probe_.call("server/discover")
+    assert reply.status == 400
+    assert error_of(reply)["code"] not in (-32020, -32021, -32022)
+    assert Mcp(legacy_only, "2025-11-25").ok("tools/list")["tools"]
+
+    modern_only = start((MODERN,))
+    client = Mcp(modern_only, "2025-11-25", initialize=False)
+    reply = client.call(
+        "initialize",
+        {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": CLIENT_INFO},
+    )
+    assert reply.status == 400 and error_of(reply)["code"] == -32020
+    assert "mcp-session-id" not in reply.headers
+
+
 def test_modern_ignores_a_session_id(server: HttpServer) -> None:
     """(f) Mcp-Session-Id on a 2026-07-28 request is ignored, and none is minted."""
     mcp = Mcp(server, MODERN)

@@ -1353,6 +1353,16 @@ class HttpServer:
                     else:
                         committed = True
                         yield commit() or checks.KEEPALIVE
+        except Exception:
+            _log.exception("streaming a response failed", stream=key)
+            if not committed:
+                body = _error_body(stream.rid, McpError(INTERNAL_ERROR, "Internal error"))
+                req.start_response(
+                    _status(500),
+                    [("Content-Type", "application/json"), ("Content-Length", str(len(body)))],
+                    sys.exc_info(),
+                )
+                yield body
         finally:
             watch.close()
             with self._lock:

@@ -345,8 +345,11 @@ class HttpTransport:
             _attempts.current = None
             if timer is not None:
                 timer.cancel()
+        head = sum(len(name) + len(value) + 4 for name, value in response.headers.items())
         length = response.headers.get("content-length")
-        if length is not None and length.isdigit() and int(length) > self._limit:
+        if head > self._limit or (
+            length is not None and length.isdigit() and int(length) + head > self._limit
+        ):
             _discard(response)
             raise errors.connection_error(
                 f"The response is larger than max_response_bytes ({self._limit})",
