@@ -132,6 +132,7 @@ def connect(
                 verify=verify,
                 ca_certs=ca_certs,
                 client_cert=client_cert,
+                on_server_request=partial(answer_server_request, options.input_handlers),
             )
 
         return negotiate(open_http, options, probe_timeout)

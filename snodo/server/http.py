@@ -11,7 +11,8 @@ decoded), ``Mcp-Param-<Name>`` = each ``x-mcp-header`` argument; a failure is HT
 -32020. ``Mcp-Session-Id`` is ignored; GET and DELETE are 405. A response is
 ``application/json`` with the status of its error (400 for -32020/-32021/-32022 and a malformed
 ``_meta``, 404 for -32601, else 200), or ``text/event-stream`` once the request emits a
-notification (progress) before its response; closing that stream cancels the request.
+notification (progress) before its response, or stays silent for ``keepalive_interval`` (the
+stream then carries ``: keep-alive`` comments); closing that stream cancels the request.
 
 **2025-11-25, 2025-06-18** (initialize era): ``initialize`` opens a session and answers with
 ``Mcp-Session-Id`` (``secrets.token_urlsafe``); later POSTs carry it (missing: 400, unknown or
@@ -34,10 +35,12 @@ run at once (503 "Server busy" beyond). Discovery, lists and ``ping`` run inline
 server's hub; every other request runs on a worker thread.
 
 Threads: the WSGI server runs on a gevent hub. Unpatched, that hub lives in a thread of its own
-and each dispatch runs on a real worker thread, so a blocking tool never stalls the hub (and
-TCP_NODELAY is set on every accepted socket). Under ``gevent.monkey.patch_all()`` the same code
-runs on greenlets of the main hub. Workers hand events to the hub through
-``loop.run_callback_threadsafe``; nothing else crosses.
+and each dispatch runs on a real worker thread, so a blocking tool never stalls the hub. Under
+``gevent.monkey.patch_all()`` the same code runs on greenlets of the main hub (where a tool that
+blocks without yielding stalls everything, as any greenlet does). Workers wake the hub with
+``loop.run_callback_threadsafe``, the hub wakes workers with ``threading.Event``, and the shared
+state sits behind one lock. Every accepted socket gets TCP_NODELAY (the Nagle trap of
+runtime-costs §4).
 
 Authorization headers are never logged or echoed.
 """
@@ -618,6 +621,8 @@ class HttpServer:
             raise OSError(f"the HTTP server did not start within {START_DEADLINE} s")
         if self._start_error is not None:
             self._thread.join(START_DEADLINE)
+            with contextlib.suppress(OSError):
+                self._listener.close()
             raise self._start_error
 
     def __enter__(self) -> HttpServer:
@@ -1275,9 +1280,8 @@ class HttpServer:
         try:
             if not defer:
                 committed = True
-                head = commit()
-                if head:
-                    yield head
+                # Something must be written for the status and headers to go out at once.
+                yield commit() or checks.KEEPALIVE
                 if poll:
                     finished = True
                     return

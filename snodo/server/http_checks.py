@@ -13,21 +13,20 @@ here so it can be tested on its own:
 - the HTTP status of a JSON-RPC error (:func:`modern_status`);
 - ``Accept``, ``Origin`` and ``Host`` checks, and SSE framing.
 
-The header-value codec (:func:`encode_header_value`, :func:`decode_header_value`) and the
-``x-mcp-header`` walk (:func:`header_params`) are the server's private copies of the rules the
-client's ``snodo.protocol.headers`` implements; once that module lands, these should call it so
-that client and server check the same declaration.
+The header-value codec and the ``x-mcp-header`` walk are ``snodo.protocol.headers``, the
+module the client derives its headers from, so client and server check the same declaration
+(Elixir notes 1c). The server is stricter than the codec in one way: a received
+``Mcp-Name``/``Mcp-Param-*`` value must be visible ASCII, SP or HTAB (the spec's "Value
+Encoding"); anything else needed the base64 sentinel.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+from snodo.protocol import headers as mcp_headers
 from snodo.protocol.dialects import DIALECTS
 from snodo.protocol.errors import (
     HEADER_MISMATCH,
@@ -46,19 +45,15 @@ CLIENT_INFO_KEY: Final = "io.modelcontextprotocol/clientInfo"
 LOG_LEVEL_KEY: Final = "io.modelcontextprotocol/logLevel"
 
 # Header names, lower case (header names compare case-insensitively).
-H_PROTOCOL_VERSION: Final = "mcp-protocol-version"
-H_METHOD: Final = "mcp-method"
-H_NAME: Final = "mcp-name"
-H_SESSION_ID: Final = "mcp-session-id"
-H_PARAM_PREFIX: Final = "mcp-param-"
+H_PROTOCOL_VERSION: Final = mcp_headers.MCP_PROTOCOL_VERSION.lower()
+H_METHOD: Final = mcp_headers.MCP_METHOD.lower()
+H_NAME: Final = mcp_headers.MCP_NAME.lower()
+H_SESSION_ID: Final = mcp_headers.MCP_SESSION_ID.lower()
+H_PARAM_PREFIX: Final = mcp_headers.MCP_PARAM_PREFIX.lower()
 H_LAST_EVENT_ID: Final = "last-event-id"
 
 #: The body field ``Mcp-Name`` mirrors, per method.
-NAME_FIELDS: Final[Mapping[str, str]] = {
-    "tools/call": "name",
-    "prompts/get": "name",
-    "resources/read": "uri",
-}
+NAME_FIELDS: Final[Mapping[str, str]] = mcp_headers.NAME_SOURCES
 
 LOG_LEVELS: Final = frozenset(
     {"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
@@ -86,48 +81,13 @@ def first(headers: Headers, name: str) -> str | None:
     return values[0] if values else None
 
 
-# -- value encoding (SEP-2243) ------------------------------------------------------------------
+# -- header values (SEP-2243) -------------------------------------------------------------------
 
-_SENTINEL_PREFIX: Final = "=?base64?"
-_SENTINEL_SUFFIX: Final = "?="
-_PLAIN_SAFE: Final = re.compile(r"[\x20-\x7e]*")
+#: What an MCP header value may hold on the wire: visible ASCII, SP, HTAB.
 _FIELD_VALUE: Final = re.compile(r"[\x20-\x7e\t]*")
-_TOKEN: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _DECIMAL: Final = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
 
-
-def _is_sentinel(value: str) -> bool:
-    return (
-        len(value) >= len(_SENTINEL_PREFIX) + len(_SENTINEL_SUFFIX)
-        and value.startswith(_SENTINEL_PREFIX)
-        and value.endswith(_SENTINEL_SUFFIX)
-    )
-
-
-def encode_header_value(value: str) -> str:
-    """``value`` as a header value: as is when it is plain printable ASCII without edge
-    whitespace (and does not look like the sentinel), else ``=?base64?<b64 of UTF-8>?=``."""
-    if _PLAIN_SAFE.fullmatch(value) and value == value.strip(" ") and not _is_sentinel(value):
-        return value
-    return f"{_SENTINEL_PREFIX}{base64.b64encode(value.encode('utf-8')).decode('ascii')}?="
-
-
-def decode_header_value(value: str) -> str | None:
-    """The value a header carries; ``None`` for a malformed sentinel (bad or non-canonical
-    base64, or bytes that are not UTF-8), so it can never match a body value."""
-    if not _is_sentinel(value):
-        return value
-    payload = value[len(_SENTINEL_PREFIX) : -len(_SENTINEL_SUFFIX)]
-    try:
-        raw = base64.b64decode(payload.encode("ascii"), validate=True)
-    except (binascii.Error, UnicodeEncodeError):
-        return None
-    if base64.b64encode(raw).decode("ascii") != payload:
-        return None
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
+HeaderParam = mcp_headers.ParamHeader
 
 
 def render_header_scalar(value: Any, schema_type: object = None) -> str | None:
@@ -146,75 +106,23 @@ def render_header_scalar(value: Any, schema_type: object = None) -> str | None:
     return None
 
 
-# -- x-mcp-header ---------------------------------------------------------------------------------
-
-_NOT_PROPERTIES_SINGLE: Final = frozenset(
-    {
-        "items",
-        "contains",
-        "additionalItems",
-        "unevaluatedItems",
-        "additionalProperties",
-        "propertyNames",
-        "unevaluatedProperties",
-        "not",
-        "if",
-        "then",
-        "else",
-        "contentSchema",
-    }
-)
-_NOT_PROPERTIES_LIST: Final = frozenset({"allOf", "anyOf", "oneOf", "prefixItems"})
-_NOT_PROPERTIES_MAP: Final = frozenset(
-    {"patternProperties", "dependentSchemas", "$defs", "definitions"}
-)
-_HEADER_TYPES: Final = frozenset({"string", "integer", "boolean"})
-
-
-@dataclass(frozen=True, slots=True)
-class HeaderParam:
-    """One ``x-mcp-header`` annotation: the argument's path, the header name part, its type."""
-
-    path: tuple[str, ...]
-    name: str
-    type: str
-
-
 def header_params(input_schema: Any) -> list[HeaderParam] | None:
     """The ``x-mcp-header`` annotations of a tool's ``inputSchema``; ``None`` when any of them
     is invalid (a conforming HTTP client leaves such a tool out, so nothing is checked)."""
-    found: list[HeaderParam] = []
-    seen: set[str] = set()
-    stack: list[tuple[tuple[str, ...] | None, Any]] = [((), input_schema)]
-    while stack:
-        path, node = stack.pop()
-        if not isinstance(node, dict):
-            continue
-        if "x-mcp-header" in node:
-            name = node["x-mcp-header"]
-            kind = node.get("type")
-            if (
-                not path
-                or type(name) is not str
-                or not _TOKEN.fullmatch(name)
-                or kind not in _HEADER_TYPES
-                or name.lower() in seen
-            ):
-                return None
-            seen.add(name.lower())
-            found.append(HeaderParam(path, name, str(kind)))
-        for keyword, value in node.items():
-            if keyword == "properties" and isinstance(value, dict):
-                for key, sub in value.items():
-                    stack.append(((*path, key) if path is not None else None, sub))
-            elif keyword in _NOT_PROPERTIES_SINGLE:
-                stack.append((None, value))
-            elif keyword in _NOT_PROPERTIES_LIST and isinstance(value, list):
-                stack.extend((None, sub) for sub in value)
-            elif keyword in _NOT_PROPERTIES_MAP and isinstance(value, dict):
-                stack.extend((None, sub) for sub in value.values())
-    found.sort(key=lambda p: p.path)
-    return found
+    try:
+        return list(mcp_headers.tool_param_headers({"inputSchema": input_schema}))
+    except mcp_headers.InvalidToolHeaders:
+        return None
+
+
+def _decoded(header: str, raw: str) -> str | McpError:
+    """The value a received ``Mcp-Name``/``Mcp-Param-*`` header carries, or the -32020 error."""
+    if not _FIELD_VALUE.fullmatch(raw):
+        return _mismatch(f"{header} header holds characters a header value cannot")
+    try:
+        return mcp_headers.decode_header_value(raw)
+    except ValueError:
+        return _mismatch(f"{header} header holds a malformed base64 value")
 
 
 def _value_at(arguments: Any, path: tuple[str, ...]) -> Any:
@@ -230,7 +138,7 @@ def _integer_matches(decoded: str, value: Any) -> bool:
     if not _DECIMAL.fullmatch(decoded):
         return False
     whole, _, fraction = decoded.partition(".")
-    if fraction.strip("0"):
+    if fraction.strip("0") or len(whole) > 40:  # beyond any integer a header may carry
         return False
     return int(whole) == int(value)
 
@@ -262,11 +170,9 @@ def check_params(
             continue
         if raw is None:
             return _mismatch(f"{header} header is missing (argument {argument!r} is present)")
-        if not _FIELD_VALUE.fullmatch(raw):
-            return _mismatch(f"{header} header holds characters a header value cannot")
-        decoded = decode_header_value(raw)
-        if decoded is None:
-            return _mismatch(f"{header} header holds a malformed base64 value")
+        decoded = _decoded(header, raw)
+        if isinstance(decoded, McpError):
+            return decoded
         if param.type == "integer" and type(value) in (int, float) and type(value) is not bool:
             if not _integer_matches(decoded, value):
                 return _mismatch(f"{header} header does not match argument {argument!r}")
@@ -342,11 +248,9 @@ def check_modern_request(
             raw = first(headers, H_NAME)
             if raw is None:
                 return _mismatch(f"Missing Mcp-Name header (params.{field} is {body_value!r})")
-            if not _FIELD_VALUE.fullmatch(raw):
-                return _mismatch("Mcp-Name header holds characters a header value cannot")
-            decoded = decode_header_value(raw)
-            if decoded is None:
-                return _mismatch("Mcp-Name header holds a malformed base64 value")
+            decoded = _decoded("Mcp-Name", raw)
+            if isinstance(decoded, McpError):
+                return decoded
             if decoded != body_value:
                 return _mismatch(
                     f"Mcp-Name header {decoded!r} does not match params.{field} {body_value!r}"

@@ -20,12 +20,13 @@ from typing import Any
 import urllib3
 
 from snodo._log import get_logger
+from snodo._tasks import Task
 from snodo.auth import Challenge, TokenProvider, check_token, needs_refresh, select_challenge
 from snodo.protocol import errors, jsonrpc
 from snodo.protocol.errors import McpError
 from snodo.protocol.headers import check_user_headers, filter_tools, mcp_headers
 from snodo.protocol.sse import EventTooLarge, SseParser
-from snodo.transports.base import RequestOptions
+from snodo.transports.base import RequestOptions, ServerRequestHandler
 from snodo.transports.targets import Http
 
 _log = get_logger("snodo.transports.http")
@@ -34,6 +35,12 @@ ACCEPT = "application/json, text/event-stream"
 READ_SIZE = 64 * 1024
 #: How long close() waits for the DELETE that ends an initialize-era session.
 DELETE_WAIT = 5.0
+#: Resumptions of one broken initialize-era event stream, and the wait without a `retry` field.
+MAX_RESUMES = 3
+DEFAULT_RETRY_MS = 1000
+#: The standalone GET stream: connect timeout, and how long close() waits for its reader.
+LISTENER_CONNECT = 30.0
+LISTENER_STOP = 2.0
 #: Connections kept per host in the shared pool (concurrent requests beyond it open and close).
 POOL_MAXSIZE = 32
 
@@ -172,8 +179,12 @@ class HttpTransport:
         verify: bool = True,
         ca_certs: str | None = None,
         client_cert: str | tuple[str, str] | None = None,
+        on_server_request: ServerRequestHandler | None = None,
     ) -> None:
         self.target = target
+        self._server_requests = on_server_request
+        self._listener: Task | None = None
+        self._listening: Any = None  # the standalone GET stream's response, while open
         self.url = target.url
         self._user_headers = check_user_headers(
             dict(headers or {}), token_provider=token_provider is not None
@@ -212,6 +223,15 @@ class HttpTransport:
             mcp_headers(options.dialect, message, session_id=self.session_id),
             options.timeout,
         )
+        if (
+            message.get("method") == "notifications/initialized"
+            and not options.dialect.stateless
+            and self.session_id is not None
+            and self._listener is None
+        ):
+            self._listener = Task(
+                lambda: self._listen(options.dialect), f"snodo-http-get-{self.session_id[:8]}"
+            )
 
     def delete_session(self, timeout: float | None = None) -> None:
         """End the initialize-era session with DELETE (its outcome is ignored; 405 is fine)."""
@@ -233,11 +253,74 @@ class HttpTransport:
         if self._closed:
             return
         self._closed = True
+        listening, listener = self._listening, self._listener
+        if listening is not None:
+            _discard(listening)
+        if listener is not None:
+            listener.join(LISTENER_STOP)
         self.delete_session()
 
     # -- internals -----------------------------------------------------------------------------
 
     _version: str | None = None
+
+    def _listen(self, dialect: Any) -> None:
+        """The standalone GET stream of an initialize-era session: requests and notifications
+        a server sends only there (405: the server has none). Broken streams are resumed with
+        Last-Event-ID after the server's retry delay; it ends with close()."""
+        options = RequestOptions(
+            dialect=dialect, timeout=LISTENER_CONNECT, on_server_request=self._server_requests
+        )
+        last_id: str | None = None
+        retry_ms = DEFAULT_RETRY_MS
+        failures = 0
+        while not self._closed and failures < MAX_RESUMES + 2:
+            headers = mcp_headers(
+                dialect,
+                {"jsonrpc": "2.0", "method": "notifications/listen"},
+                session_id=self.session_id,
+            )
+            headers.pop("Mcp-Method", None)
+            if last_id:
+                headers["Last-Event-ID"] = last_id
+            try:
+                response, _ = self._send("GET", None, headers, LISTENER_CONNECT, stream=True)
+            except McpError as error:
+                _log.info("standalone stream unavailable", url=self.url, error=error.message)
+                failures += 1
+                threading.Event().wait(retry_ms / 1000.0)
+                continue
+            content_type = (response.headers.get("content-type") or "").split(";")[0].strip()
+            if response.status != 200 or content_type != "text/event-stream":
+                _log.debug("no standalone stream", url=self.url, status=response.status)
+                _discard(response)
+                return
+            self._listening = response
+            parser = SseParser(max_event_bytes=self._limit)
+            try:
+                while not self._closed:
+                    chunk = response.read1(READ_SIZE)
+                    if not chunk:
+                        break
+                    failures = 0
+                    for event in parser.feed(chunk):
+                        item = _event_message(event.data)
+                        if item is None or "method" not in item:
+                            continue
+                        if "id" in item:
+                            self._serve(item, options)
+                        else:
+                            _log.debug("notification", method=item["method"])
+            except (urllib3.exceptions.HTTPError, EventTooLarge, McpError, OSError) as exc:
+                _log.info("standalone stream broke off", url=self.url, error=str(exc))
+            finally:
+                self._listening = None
+                _discard(response)
+            last_id = parser.last_event_id or last_id
+            retry_ms = parser.retry if parser.retry is not None else retry_ms
+            failures += 1
+            if not self._closed:
+                threading.Event().wait(retry_ms / 1000.0)
 
     def _session_for(self, message: dict[str, Any]) -> str | None:
         return None if message.get("method") == "initialize" else self.session_id
@@ -265,11 +348,20 @@ class HttpTransport:
             response.release_conn()
 
     def _send(
-        self, method: str, body: bytes | None, headers: dict[str, str], timeout: float | None
+        self,
+        method: str,
+        body: bytes | None,
+        headers: dict[str, str],
+        timeout: float | None,
+        *,
+        stream: bool = False,
     ) -> tuple[Any, float | None]:
-        """Send with the token provider's token; refresh once after a 401 (or a 403 step-up)."""
+        """Send with the token provider's token; refresh once after a 401 (or a 403 step-up).
+
+        ``stream``: a long-lived event stream (no read deadline; close() shuts it down).
+        """
         token = self._token()
-        response, deadline = self._attempt(method, body, headers, token, timeout)
+        response, deadline = self._attempt(method, body, headers, token, timeout, stream)
         if self._provider is None or not needs_refresh(response.status, self._challenge(response)):
             return response, deadline
         challenge = self._challenge(response)
@@ -278,7 +370,7 @@ class HttpTransport:
         token = self._provider.refresh(challenge, url=self.url, status=status, token=token)
         if token is not None:
             token = check_token(token)
-        response, deadline = self._attempt(method, body, headers, token, timeout)
+        response, deadline = self._attempt(method, body, headers, token, timeout, stream)
         if response.status in (401, 403):
             second = self._challenge(response)
             status = response.status
@@ -306,6 +398,7 @@ class HttpTransport:
         headers: dict[str, str],
         token: str | None,
         timeout: float | None,
+        stream: bool = False,
     ) -> tuple[Any, float | None]:
         all_headers = {
             "Accept": ACCEPT if method == "POST" else "application/json, text/event-stream",
@@ -320,7 +413,7 @@ class HttpTransport:
         deadline = None if timeout is None else time.monotonic() + timeout
         attempt = _Attempt()
         timer = None
-        if timeout is not None:
+        if timeout is not None and not stream:
             from snodo.supervision.timers import call_later
 
             timer = call_later(timeout, attempt.cut)
@@ -335,7 +428,7 @@ class HttpTransport:
                 decode_content=False,
                 redirect=False,
                 retries=False,
-                timeout=urllib3.Timeout(connect=timeout, read=timeout),
+                timeout=urllib3.Timeout(connect=timeout, read=None if stream else timeout),
             )
         except urllib3.exceptions.HTTPError as exc:
             if attempt.fired:
@@ -448,9 +541,13 @@ class HttpTransport:
         options: RequestOptions,
         deadline: float | None,
     ) -> dict[str, Any]:
-        """Read an event stream until the event that carries this request's response."""
+        """Read an event stream until the event that carries this request's response.
+
+        An initialize-era stream that breaks off after events with ids is resumed with a GET
+        carrying ``Last-Event-ID``, after the server's ``retry`` delay (2025-11-25), at most
+        ``MAX_RESUMES`` times and within the request's deadline.
+        """
         request_id = message["id"]
-        parser = SseParser()
         watchdog = _Watchdog()
         started = time.monotonic()
         cap = (
@@ -458,32 +555,54 @@ class HttpTransport:
             if options.reset_timeout_on_progress and options.max_total_timeout is not None
             else None
         )
-
-        def arm() -> None:
-            if deadline is not None:
-                limit = deadline if cap is None else min(deadline, cap)
-                watchdog.arm(response, limit - time.monotonic())
-
-        arm()
+        state = {"deadline": deadline}
+        parser = SseParser()
         total = 0
+        resumes = 0
+
+        def arm(target: Any) -> None:
+            limit = _earliest(state["deadline"], cap)
+            if limit is not None:
+                watchdog.arm(target, limit - time.monotonic())
+
+        def on_progress(params: dict[str, Any]) -> None:
+            assert options.on_progress is not None
+            options.on_progress(params)
+            if options.reset_timeout_on_progress and options.timeout is not None:
+                state["deadline"] = time.monotonic() + options.timeout
+                arm(response)
+
+        arm(response)
         try:
             while True:
-                if watchdog.fired or _past(deadline, cap):
-                    raise self._stream_timeout(options, deadline, cap)
+                if watchdog.fired or _past(state["deadline"], cap):
+                    raise self._stream_timeout(options, state["deadline"], cap)
                 try:
                     chunk = response.read1(READ_SIZE)
+                    broke: str | None = None if chunk else "ended"
                 except urllib3.exceptions.HTTPError as exc:
+                    chunk, broke = b"", str(exc)
+                if broke is not None:
                     if watchdog.fired:
-                        raise self._stream_timeout(options, deadline, cap) from None
-                    raise errors.connection_error(
-                        "The event stream broke off", cause=("http", str(exc))
-                    ) from None
-                if not chunk:
-                    if watchdog.fired:
-                        raise self._stream_timeout(options, deadline, cap)
-                    raise errors.connection_error(
-                        "The event stream ended without a response", cause=("sse_ended",)
+                        raise self._stream_timeout(options, state["deadline"], cap)
+                    resumable = (
+                        not options.dialect.stateless
+                        and parser.last_event_id
+                        and resumes < MAX_RESUMES
+                        and self.session_id is not None
                     )
+                    if not resumable:
+                        raise errors.connection_error(
+                            "The event stream ended without a response"
+                            if broke == "ended"
+                            else "The event stream broke off",
+                            cause=("sse_ended",) if broke == "ended" else ("http", broke),
+                        )
+                    resumes += 1
+                    _discard(response)
+                    response = self._resume(parser, options, state["deadline"], cap)
+                    arm(response)
+                    continue
                 total += len(chunk)
                 if total > self._limit:
                     raise errors.connection_error(
@@ -498,11 +617,8 @@ class HttpTransport:
                         cause=("max_response_bytes", self._limit),
                     ) from None
                 for event in events:
-                    if not event.data:
-                        continue
-                    item = _json_rpc(event.data.encode())
+                    item = _event_message(event.data)
                     if item is None:
-                        _log.info("skipped an event that is not JSON-RPC", url=self.url)
                         continue
                     if "method" not in item:
                         if item.get("id") == request_id:
@@ -513,15 +629,41 @@ class HttpTransport:
                     elif item["method"] == "notifications/progress":
                         params = item.get("params") or {}
                         if params.get("progressToken") == request_id and options.on_progress:
-                            options.on_progress(params)
-                            if options.reset_timeout_on_progress and options.timeout is not None:
-                                deadline = time.monotonic() + options.timeout
-                                arm()
+                            on_progress(params)
         except BaseException:
             _discard(response)
             raise
         finally:
             watchdog.cancel()
+
+    def _resume(
+        self,
+        parser: SseParser,
+        options: RequestOptions,
+        deadline: float | None,
+        cap: float | None,
+    ) -> Any:
+        """Wait the server's retry delay, then GET the stream again from its last event id."""
+        delay = (parser.retry if parser.retry is not None else DEFAULT_RETRY_MS) / 1000.0
+        limit = _earliest(deadline, cap)
+        if limit is not None and time.monotonic() + delay >= limit:
+            raise self._stream_timeout(options, deadline, cap)
+        threading.Event().wait(delay)
+        headers = mcp_headers(
+            options.dialect,
+            {"jsonrpc": "2.0", "method": "notifications/resume"},
+            session_id=self.session_id,
+        )
+        headers.pop("Mcp-Method", None)
+        headers["Last-Event-ID"] = parser.last_event_id or ""
+        remaining = None if limit is None else max(0.0, limit - time.monotonic())
+        response, _ = self._send("GET", None, headers, remaining)
+        content_type = (response.headers.get("content-type") or "").split(";")[0].strip()
+        if response.status != 200 or content_type != "text/event-stream":
+            error = self._status_error(response, None)
+            _discard(response)
+            raise error
+        return response
 
     @staticmethod
     def _stream_timeout(
@@ -579,6 +721,22 @@ def _json_rpc(body: bytes) -> dict[str, Any] | None:
     if isinstance(decoded, dict) and decoded.get("jsonrpc") == "2.0":
         return decoded
     return None
+
+
+def _earliest(deadline: float | None, cap: float | None) -> float | None:
+    if deadline is None:
+        return cap
+    return deadline if cap is None else min(deadline, cap)
+
+
+def _event_message(data: str) -> dict[str, Any] | None:
+    """The JSON-RPC message an event carries (None for a priming event or anything else)."""
+    if not data:
+        return None
+    item = _json_rpc(data.encode())
+    if item is None:
+        _log.info("skipped an event that is not JSON-RPC")
+    return item
 
 
 def _past(deadline: float | None, cap: float | None) -> bool:
