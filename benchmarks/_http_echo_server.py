@@ -1,10 +1,12 @@
-"""A tiny raw MCP Streamable HTTP server for benchmarks/http.py: one tool, echo(text) -> text.
+"""A tiny raw MCP Streamable HTTP server for benchmarks/streamable_http.py: one echo tool.
 
     python benchmarks/_http_echo_server.py [PORT]      # 0 (the default): the OS chooses
 
-Stdlib only: ``http.server.ThreadingHTTPServer`` on 127.0.0.1, HTTP/1.1 keep-alive, one thread
-per connection. It prints ``PORT <port>`` on stdout once it listens. Every POST to any path is
-one JSON-RPC message answered with one JSON body (never an event stream):
+Stdlib only: ``socketserver.ThreadingTCPServer`` on 127.0.0.1 with just enough HTTP/1.1 for these
+clients (a request head, a ``Content-Length`` body, keep-alive), one thread per connection; the
+stdlib's ``http.server`` parses every head with the ``email`` package, which costs about three
+times as much per request. It prints ``PORT <port>`` on stdout once it listens. Every POST to
+any path is one JSON-RPC message answered with one JSON body (never an event stream):
 
 * ``initialize`` (the client's version when it is an initialize-era one, and an
   ``Mcp-Session-Id``), ``ping``, ``tools/list``, ``tools/call`` (echo) and ``server/discover``
@@ -12,10 +14,10 @@ one JSON-RPC message answered with one JSON body (never an event stream):
 * A notification or a response is answered ``202 Accepted`` with no body.
 * ``DELETE`` (ending a session) is ``200``; ``GET`` (the optional server stream) is ``405``.
 
-Two details keep it fast. Every accepted socket gets ``TCP_NODELAY``, and each response (head and
-body) goes out in one write: the stdlib server sets no TCP_NODELAY and writes the head and the body
-separately, which on a reused connection meets the client's delayed ACK and stalls every response
-about 40 ms (the Nagle trap in the research notes, section 4E). Nothing is logged per request.
+Every accepted socket gets ``TCP_NODELAY``, and each response (head and body) goes out in one
+write: the stdlib server sets no TCP_NODELAY and writes the head and the body separately, which on
+a reused connection meets the client's delayed ACK and stalls every response about 40 ms (the
+Nagle trap in the research notes, section 4E). Nothing is logged per request.
 The leading underscore keeps benchmarks/run_all from running it as a benchmark.
 """
 
@@ -23,9 +25,9 @@ from __future__ import annotations
 
 import json
 import socket
+import socketserver
 import sys
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 HANDSHAKE = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
@@ -43,6 +45,8 @@ TOOL = {
     },
 }
 MAX_BODY = 4 * 1024 * 1024
+MAX_HEAD = 64 * 1024
+READ_SIZE = 64 * 1024
 
 
 def answer(method: str, params: dict[str, Any]) -> dict[str, Any] | None:
@@ -65,63 +69,87 @@ def answer(method: str, params: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive
-
-    def setup(self) -> None:
-        self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        super().setup()
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass  # nothing per request
-
-    def _send(self, status: str, body: bytes = b"", extra: str = "") -> None:
-        """Head and body in one write (see the module docstring)."""
-        head = f"HTTP/1.1 {status}\r\nContent-Length: {len(body)}\r\n{extra}"
-        if body:
-            head += "Content-Type: application/json\r\n"
-        self.wfile.write(head.encode("latin-1") + b"\r\n" + body)
-
-    def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        if not 0 < length <= MAX_BODY:
-            self._send("400 Bad Request")
-            self.close_connection = True
-            return
-        try:
-            message = json.loads(self.rfile.read(length))
-        except ValueError:
-            self._send("400 Bad Request")
-            return
-        if not isinstance(message, dict) or "id" not in message or "method" not in message:
-            self._send("202 Accepted")  # a notification or a response: nothing to answer
-            return
-        params = message.get("params") or {}
-        method = message["method"]
-        result = answer(method, params)
-        reply: dict[str, Any] = {"jsonrpc": "2.0", "id": message["id"]}
-        extra = ""
-        if result is None:
-            reply["error"] = {"code": -32601, "message": "Method not found"}
-        else:
-            if ENVELOPE in (params.get("_meta") or {}):  # a 2026-07-28 request
-                result["resultType"] = "complete"
-                if method in CACHEABLE:
-                    result.update(cacheScope="private", ttlMs=0)
-            elif method == "initialize":
-                extra = f"Mcp-Session-Id: {uuid.uuid4().hex}\r\n"
-            reply["result"] = result
-        self._send("200 OK", json.dumps(reply).encode(), extra)
-
-    def do_DELETE(self) -> None:
-        self._send("200 OK")
-
-    def do_GET(self) -> None:
-        self._send("405 Method Not Allowed", extra="Allow: POST, DELETE\r\n")
+def respond(method: bytes, body: bytes) -> bytes:
+    """The whole HTTP response (head and body) to one request."""
+    if method == b"DELETE":
+        return response("200 OK")
+    if method != b"POST":
+        return response("405 Method Not Allowed", extra="Allow: POST, DELETE\r\n")
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return response("400 Bad Request")
+    if not isinstance(message, dict) or "id" not in message or "method" not in message:
+        return response("202 Accepted")  # a notification or a response: nothing to answer
+    params = message.get("params") or {}
+    name = message["method"]
+    result = answer(name, params)
+    reply: dict[str, Any] = {"jsonrpc": "2.0", "id": message["id"]}
+    extra = ""
+    if result is None:
+        reply["error"] = {"code": -32601, "message": "Method not found"}
+    else:
+        if ENVELOPE in (params.get("_meta") or {}):  # a 2026-07-28 request
+            result["resultType"] = "complete"
+            if name in CACHEABLE:
+                result.update(cacheScope="private", ttlMs=0)
+        elif name == "initialize":
+            extra = f"Mcp-Session-Id: {uuid.uuid4().hex}\r\n"
+        reply["result"] = result
+    return response("200 OK", json.dumps(reply).encode(), extra)
 
 
-class Server(ThreadingHTTPServer):
+def response(status: str, body: bytes = b"", extra: str = "") -> bytes:
+    head = f"HTTP/1.1 {status}\r\nContent-Length: {len(body)}\r\n{extra}"
+    if body:
+        head += "Content-Type: application/json\r\n"
+    return head.encode("latin-1") + b"\r\n" + body
+
+
+class Handler(socketserver.BaseRequestHandler):
+    """One keep-alive connection: read a head and a Content-Length body, answer, repeat."""
+
+    def handle(self) -> None:
+        sock = self.request
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        pending = b""
+        while True:
+            while b"\r\n\r\n" not in pending:
+                chunk = sock.recv(READ_SIZE)
+                if not chunk or len(pending) > MAX_HEAD:
+                    return
+                pending += chunk
+            head, pending = pending.split(b"\r\n\r\n", 1)
+            lines = head.split(b"\r\n")
+            method = lines[0].split(b" ", 1)[0]
+            length, close = 0, False
+            for line in lines[1:]:
+                field, _, value = line.partition(b":")
+                field = field.strip().lower()
+                if field == b"content-length":
+                    length = int(value)
+                elif field == b"connection":
+                    close = value.strip().lower() == b"close"
+                elif field == b"transfer-encoding":  # no client here sends a chunked body
+                    sock.sendall(response("501 Not Implemented", extra="Connection: close\r\n"))
+                    return
+            if not 0 <= length <= MAX_BODY:
+                sock.sendall(response("413 Content Too Large", extra="Connection: close\r\n"))
+                return
+            while len(pending) < length:
+                chunk = sock.recv(READ_SIZE)
+                if not chunk:
+                    return
+                pending += chunk
+            body, pending = pending[:length], pending[length:]
+            sock.sendall(respond(method, body))  # head and body in one write
+            if close:
+                return
+
+
+class Server(socketserver.ThreadingTCPServer):
     daemon_threads = True
+    allow_reuse_address = True
     request_queue_size = 1024
 
 

@@ -103,6 +103,8 @@ def build_runtime(
 
 @contextmanager
 def served(versions: Any = ALL, **server_options: Any) -> Iterator[Served]:
+    """``build_runtime(versions)`` served by ``serve_http`` behind a recording ``TeeProxy``
+    (``page_size`` and ``tools`` go to the runtime, the rest to ``serve_http``)."""
     observed = client_runtime.Observed()
     runtime, gate = build_runtime(
         versions,

@@ -1,0 +1,720 @@
+"""Streamable HTTP ``tools/call`` rates and memory per idle connection: snodo versus the SDK client.
+
+    python benchmarks/streamable_http.py [--rounds 3] [--calls 500] [--concurrent-calls 800]
+                              [--fast-calls 2000] [--fast-concurrent-calls 3200]
+                              [--connections 1000] [--sdk-connections 100] [--memory-rounds 3]
+                              [--servers sdk,fast,snodo]
+
+(Not ``benchmarks/http.py``: Python puts the script's directory first on ``sys.path``, so a file
+named ``http.py`` there would shadow the standard library's ``http`` package in every benchmark
+and server script of this directory, and everything that imports ``http.client`` would fail.)
+
+Clients (each measurement in a fresh subprocess):
+
+* snodo: ``snodo.connect(snodo.Http(url), protocol=...)``; the 16 concurrent callers are 16
+  threads sharing the one client (snodo's process-wide urllib3 pool keeps a keep-alive connection
+  per concurrent request).
+* mcp 2.3.0 (the official Python SDK): ``mcp.Client(url, mode=...)`` inside ``anyio.run`` with its
+  default HTTP client (one ``httpx2.AsyncClient`` per ``Client``), ``mode="2026-07-28"`` and
+  ``mode="legacy"`` (2025-11-25); the 16 concurrent callers are 16 anyio tasks on the one session.
+  For rates the shared-httpx variant is the same thing (one Client, one httpx client); it differs
+  in memory only, where it has its own row.
+
+Servers, each started once by this script and shared by all rounds (client and server share the
+machine's cores):
+
+* ``sdk``: the SDK's own server, an ``MCPServer`` with one ``echo`` tool served by
+  ``streamable_http_app()`` on uvicorn (stateful, event-stream answers: the SDK's defaults), as in
+  the research notes' baseline (section 6: 295 calls/s sequential, 520 with 16 callers), except
+  that it logs at WARNING and without uvicorn's access log (by default both log every request).
+  It is slower than either client, so both are capped by it: no target applies there. Its
+  2026-07-28 answers to a quick tool are JSON; its initialize-era answers are event streams.
+* ``fast``: ``benchmarks/_http_echo_server.py``, a tiny stdlib server (ThreadingHTTPServer with
+  TCP_NODELAY, JSON answers) that makes the client the bottleneck.
+* ``snodo``: snodo's own ``serve_http`` on a one-tool Runtime, for orientation.
+
+Both versions are measured for both clients: 2026-07-28 (pinned: no probe; each call is one
+self-contained POST) and 2025-11-25 (initialize, then calls on the session; DELETE at close).
+
+Rates: connect, check one answer, ``--warmup`` untimed calls, the sequential calls, then the
+concurrent calls spread over 16 callers. Rounds interleave the cases. Reported: calls/s min /
+median / max, the client's CPU per call (its own process, all threads; the server excluded),
+and the ratio snodo / mcp of the medians. Target: snodo at least 3x the SDK client's rates.
+Against the SDK's server that cannot hold (the server, not the client, sets the pace), so the
+verdict that counts is the fast server's.
+
+Memory: in a fresh subprocess, one warm-up client makes a call; then ``--connections`` more
+snodo clients (2026-07-28, so nothing stays open per client: no session, no stream) each make
+one call against the fast server and stay open; the client process's RSS delta divided by the
+number of clients, with threads and fds per client. The SDK's clients are far slower to open and
+heavier, so they are measured with ``--sdk-connections`` (100) clients: with the default HTTP
+client (one httpx client each) and with one shared ``httpx2.AsyncClient``
+(``streamable_http_client(url, http_client=shared)``). Target: at most 20 KiB per idle snodo
+connection.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import platform
+import re
+import selectors
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+FAST_SERVER = HERE / "_http_echo_server.py"
+TEXT = "hi"
+CONCURRENCY = 16
+TARGET_RATIO = 3.0
+TARGET_KIB_PER_CONNECTION = 20.0
+START_DEADLINE = 60.0
+MEMORY_VERSION = "2026-07-28"
+
+SERVERS = {
+    "sdk": "the SDK's server (MCPServer + uvicorn, event-stream answers)",
+    "fast": "benchmarks/_http_echo_server.py (stdlib, TCP_NODELAY, JSON answers)",
+    "snodo": "snodo's serve_http",
+}
+VERSIONS = ("2026-07-28", "2025-11-25")
+CLIENTS = ("snodo", "mcp")
+MEMORY_CASES = {
+    "snodo": "snodo",
+    "mcp": "mcp (default client: one httpx client each)",
+    "mcp-shared": "mcp (one shared httpx2.AsyncClient)",
+}
+
+
+# -- measuring this process --------------------------------------------------------------------
+
+
+def cpu_seconds() -> float:
+    times = os.times()
+    return times.user + times.system
+
+
+def status_field(name: str) -> int:
+    """A number from /proc/self/status (VmRSS is in KiB)."""
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith(name + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"no {name} in /proc/self/status")
+
+
+def footprint() -> dict[str, int]:
+    """RSS in bytes, OS threads and open file descriptors of this process, after a collection."""
+    gc.collect()
+    return {
+        "rss": status_field("VmRSS") * 1024,
+        "threads": status_field("Threads"),
+        "fds": len(os.listdir("/proc/self/fd")),
+    }
+
+
+# -- the servers (each runs in its own subprocess) -----------------------------------------------
+
+
+def listening_socket() -> Any:
+    import socket
+
+    # proto=IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY on accepted sockets only when the
+    # socket's proto says TCP. With proto 0 every keep-alive response to a uvicorn server stalls
+    # ~40 ms on the client's delayed ACK (the Nagle trap, research notes section 4E).
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1024)
+    return listener
+
+
+def serve_sdk() -> None:
+    """The SDK's server: one echo tool, its Streamable HTTP app on uvicorn, default options."""
+    import anyio
+    import uvicorn
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("bench-echo", log_level="WARNING")
+
+    @server.tool()
+    def echo(text: str) -> str:
+        return text
+
+    listener = listening_socket()
+    config = uvicorn.Config(
+        server.streamable_http_app(),
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=1,
+    )
+    running = uvicorn.Server(config)
+
+    async def main() -> None:
+        async with anyio.create_task_group() as group:
+            group.start_soon(lambda: running.serve(sockets=[listener]))
+            with anyio.fail_after(START_DEADLINE):
+                while not running.started:  # uvicorn offers no started event to wait on
+                    if running.should_exit:
+                        return
+                    await anyio.sleep(0.01)
+            print(f"PORT {listener.getsockname()[1]}", flush=True)
+
+    anyio.run(main)
+
+
+def serve_snodo() -> None:
+    """snodo's own server: a Runtime with one echo tool behind serve_http."""
+    from urllib.parse import urlsplit
+
+    from snodo.server import Runtime
+    from snodo.server.http import serve_http
+
+    runtime = Runtime("bench-echo", "1.0")
+
+    @runtime.tool()
+    def echo(args: dict[str, Any], ctx: Any) -> str:
+        return str(args["text"])
+
+    with serve_http(runtime) as server:
+        print(f"PORT {urlsplit(server.url).port}", flush=True)
+        threading.Event().wait()  # until terminated
+
+
+def server_command(kind: str) -> list[str]:
+    if kind == "fast":
+        return [sys.executable, str(FAST_SERVER), "0"]
+    return [sys.executable, __file__, "--serve", kind]
+
+
+def read_port(process: subprocess.Popen[bytes], deadline: float) -> int:
+    """The port from the server's ``PORT <n>`` line, before ``deadline`` (monotonic)."""
+    assert process.stdout is not None
+    fd = process.stdout.fileno()
+    os.set_blocking(fd, False)
+    seen = b""
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while b"\n" not in seen:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or process.poll() is not None:
+                raise RuntimeError(f"no port (exit status {process.poll()}): {seen!r}")
+            if selector.select(remaining):
+                chunk = os.read(fd, 4096)
+                if chunk:
+                    seen += chunk
+    word, port = seen.split(b"\n", 1)[0].decode().split()
+    if word != "PORT":
+        raise RuntimeError(f"unexpected first line {seen!r}")
+    return int(port)
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    """End one server we started: SIGTERM, SIGKILL after 10 s; reap it."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(10)
+    if process.stdout is not None:
+        process.stdout.close()
+
+
+@contextmanager
+def running_servers(kinds: Sequence[str]) -> Iterator[tuple[dict[str, str], dict[str, str]]]:
+    """Start each server; yield (kind -> URL, kind -> why it did not start); stop them all."""
+    urls: dict[str, str] = {}
+    failed: dict[str, str] = {}
+    processes: list[subprocess.Popen[bytes]] = []
+    with tempfile.TemporaryDirectory(prefix="snodo-bench-http-") as logs:
+        try:
+            for kind in kinds:
+                log = Path(logs) / f"{kind}.log"
+                with open(log, "wb") as stderr:
+                    process = subprocess.Popen(
+                        server_command(kind), stdout=subprocess.PIPE, stderr=stderr
+                    )
+                processes.append(process)
+                try:
+                    port = read_port(process, time.monotonic() + START_DEADLINE)
+                except RuntimeError as error:
+                    tail = log.read_text(errors="replace").strip().splitlines()[-1:]
+                    failed[kind] = f"{error} {' '.join(tail)}".strip()
+                    stop(process)
+                    continue
+                urls[kind] = f"http://127.0.0.1:{port}/mcp"
+            yield urls, failed
+        finally:
+            for process in processes:
+                stop(process)
+
+
+# -- the workers (each runs in its own subprocess) ----------------------------------------------
+
+
+def snodo_rates(
+    url: str, version: str, calls: int, concurrent_calls: int, warmup: int
+) -> dict[str, Any]:
+    import snodo
+
+    with snodo.connect(snodo.Http(url), protocol=version) as client:
+
+        def echo() -> Any:
+            return client.call_tool("echo", {"text": TEXT})
+
+        first = echo()
+        assert first["content"][0]["text"] == TEXT, first
+        for _ in range(warmup):
+            echo()
+        cpu, started = cpu_seconds(), time.perf_counter()
+        for _ in range(calls):
+            last = echo()
+        seq_seconds, seq_cpu = time.perf_counter() - started, cpu_seconds() - cpu
+        assert last["content"][0]["text"] == TEXT, last
+
+        share = concurrent_calls // CONCURRENCY
+        gate = threading.Barrier(CONCURRENCY + 1)
+        failures: list[BaseException] = []
+
+        def caller() -> None:
+            gate.wait()
+            try:
+                for _ in range(share):
+                    answer = echo()
+                    assert answer["content"][0]["text"] == TEXT, answer
+            except BaseException as error:
+                failures.append(error)
+
+        threads = [threading.Thread(target=caller) for _ in range(CONCURRENCY)]
+        for thread in threads:
+            thread.start()
+        gate.wait()
+        cpu, started = cpu_seconds(), time.perf_counter()
+        for thread in threads:
+            thread.join()
+        conc_seconds, conc_cpu = time.perf_counter() - started, cpu_seconds() - cpu
+        if failures:
+            raise failures[0]
+        negotiated = client.version
+    return {
+        "seq_seconds": seq_seconds,
+        "seq_cpu": seq_cpu,
+        "conc_seconds": conc_seconds,
+        "conc_calls": share * CONCURRENCY,
+        "conc_cpu": conc_cpu,
+        "negotiated": negotiated,
+    }
+
+
+def _mcp_mode(version: str) -> str:
+    return "legacy" if version == "2025-11-25" else version
+
+
+def mcp_rates(
+    url: str, version: str, calls: int, concurrent_calls: int, warmup: int
+) -> dict[str, Any]:
+    import anyio
+    from mcp import Client
+
+    outcome: dict[str, Any] = {}
+
+    async def session() -> None:
+        async with Client(url, mode=_mcp_mode(version)) as client:
+
+            async def echo() -> Any:
+                return await client.call_tool("echo", {"text": TEXT})
+
+            first = await echo()
+            assert getattr(first.content[0], "text", None) == TEXT, first
+            for _ in range(warmup):
+                await echo()
+            cpu, started = cpu_seconds(), time.perf_counter()
+            for _ in range(calls):
+                last = await echo()
+            outcome["seq_seconds"] = time.perf_counter() - started
+            outcome["seq_cpu"] = cpu_seconds() - cpu
+            assert getattr(last.content[0], "text", None) == TEXT, last
+
+            share = concurrent_calls // CONCURRENCY
+
+            async def caller() -> None:
+                for _ in range(share):
+                    answer = await echo()
+                    assert getattr(answer.content[0], "text", None) == TEXT, answer
+
+            cpu, started = cpu_seconds(), time.perf_counter()
+            async with anyio.create_task_group() as group:
+                for _ in range(CONCURRENCY):
+                    group.start_soon(caller)
+            outcome["conc_seconds"] = time.perf_counter() - started
+            outcome["conc_cpu"] = cpu_seconds() - cpu
+            outcome["conc_calls"] = share * CONCURRENCY
+            outcome["negotiated"] = client.session.protocol_version
+
+    anyio.run(session)
+    return outcome
+
+
+def snodo_memory(url: str, connections: int) -> dict[str, Any]:
+    import snodo
+
+    clients = []
+    try:
+        warm = snodo.connect(snodo.Http(url), protocol=MEMORY_VERSION)
+        clients.append(warm)
+        first: Any = warm.call_tool("echo", {"text": TEXT})
+        assert first["content"][0]["text"] == TEXT, first
+        before = footprint()
+        started = time.perf_counter()
+        for _ in range(connections):
+            client = snodo.connect(snodo.Http(url), protocol=MEMORY_VERSION)
+            clients.append(client)
+            answer: Any = client.call_tool("echo", {"text": TEXT})
+            assert answer["content"][0]["text"] == TEXT, answer
+        opened = time.perf_counter() - started
+        after = footprint()
+    finally:
+        closing = time.perf_counter()
+        for client in clients:
+            client.close()
+    closed = time.perf_counter() - closing
+    return {"before": before, "after": after, "open_seconds": opened, "close_seconds": closed}
+
+
+def mcp_memory(url: str, connections: int, shared: bool) -> dict[str, Any]:
+    from contextlib import AsyncExitStack
+
+    import anyio
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    outcome: dict[str, Any] = {}
+
+    async def sessions() -> None:
+        stack = AsyncExitStack()
+        try:
+            http_client = None
+            if shared:
+                http_client = await stack.enter_async_context(create_mcp_http_client())
+
+            def new_client() -> Client:
+                if http_client is None:
+                    return Client(url, mode=MEMORY_VERSION)
+                return Client(
+                    streamable_http_client(url, http_client=http_client), mode=MEMORY_VERSION
+                )
+
+            warm = await stack.enter_async_context(new_client())
+            assert getattr((await warm.call_tool("echo", {"text": TEXT})).content[0], "text", None)
+            outcome["before"] = footprint()
+            started = time.perf_counter()
+            for _ in range(connections):
+                client = await stack.enter_async_context(new_client())
+                answer = await client.call_tool("echo", {"text": TEXT})
+                assert getattr(answer.content[0], "text", None) == TEXT, answer
+            outcome["open_seconds"] = time.perf_counter() - started
+            outcome["after"] = footprint()
+        finally:
+            closing = time.perf_counter()
+            await stack.aclose()
+            outcome["close_seconds"] = time.perf_counter() - closing
+
+    anyio.run(sessions)
+    return outcome
+
+
+def worker(kind: str, case: str, args: argparse.Namespace) -> int:
+    outcome: dict[str, Any]
+    if kind == "rates":
+        client, version = case.split()
+        run = snodo_rates if client == "snodo" else mcp_rates
+        outcome = run(args.url, version, args.calls, args.concurrent_calls, args.warmup)
+    elif case == "snodo":
+        outcome = snodo_memory(args.url, args.connections)
+    else:
+        outcome = mcp_memory(args.url, args.connections, shared=case == "mcp-shared")
+    print(json.dumps(outcome))
+    return 0
+
+
+# -- the driver ---------------------------------------------------------------------------------
+
+
+def machine() -> str:
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return (
+        f"{model}, {os.cpu_count()} cores; Python {platform.python_version()} "
+        f"({platform.python_implementation()}) on {platform.system()} {platform.release()}"
+    )
+
+
+def version_of(distribution: str) -> str:
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def last_error(stderr: str, status: int) -> str:
+    """The exception line of a traceback (exception groups included), or the last line."""
+    lines = [line.strip(" |") for line in stderr.strip().splitlines()]
+    for line in reversed(lines):
+        if re.match(r"^[\w.]*(Error|Exception|Exit)\b", line):
+            return line
+    return next((line for line in reversed(lines) if line), f"exit status {status}")
+
+
+def run_json(command: list[str]) -> dict[str, Any] | str:
+    """Run one measurement; its last stdout line as JSON, or an error text."""
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    except subprocess.TimeoutExpired:
+        return "timed out after 600 s"
+    if done.returncode != 0:
+        return last_error(done.stderr, done.returncode)
+    try:
+        return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+    except (ValueError, IndexError):
+        return f"unreadable output: {done.stdout.strip()[-200:]!r}"
+
+
+def measure_rates(
+    url: str, case: str, calls: int, concurrent_calls: int, warmup: int
+) -> dict[str, Any] | str:
+    command = [sys.executable, __file__, "--worker", "rates", case, "--url", url]
+    command += ["--calls", str(calls), "--concurrent-calls", str(concurrent_calls)]
+    command += ["--warmup", str(warmup)]
+    return run_json(command)
+
+
+def measure_memory(url: str, case: str, connections: int) -> dict[str, Any] | str:
+    command = [sys.executable, __file__, "--worker", "memory", case, "--url", url]
+    command += ["--connections", str(connections)]
+    return run_json(command)
+
+
+def spread(samples: Sequence[float], fmt: Callable[[float], str]) -> str:
+    return " / ".join(fmt(v) for v in (min(samples), statistics.median(samples), max(samples)))
+
+
+def report_rates(args: argparse.Namespace, urls: dict[str, str]) -> bool:
+    """Measure and print the rates per server; True if a snodo case failed."""
+    cases = [(server, f"{client} {version}") for server in urls for version in VERSIONS
+             for client in CLIENTS]  # fmt: skip
+    seq: dict[tuple[str, str], list[float]] = {c: [] for c in cases}
+    conc: dict[tuple[str, str], list[float]] = {c: [] for c in cases}
+    seq_cpu: dict[tuple[str, str], list[float]] = {c: [] for c in cases}
+    conc_cpu: dict[tuple[str, str], list[float]] = {c: [] for c in cases}
+    negotiated: dict[tuple[str, str], str] = {}
+    errors: dict[tuple[str, str], str] = {}
+
+    def work(server: str) -> tuple[int, int]:
+        if server == "sdk" or server == "snodo":
+            return args.calls, args.concurrent_calls
+        return args.fast_calls, args.fast_concurrent_calls
+
+    for _ in range(args.rounds):
+        for case in cases:
+            if case in errors:
+                continue
+            server, name = case
+            calls, concurrent_calls = work(server)
+            got = measure_rates(urls[server], name, calls, concurrent_calls, args.warmup)
+            if isinstance(got, str):
+                errors[case] = got
+                continue
+            seq[case].append(calls / got["seq_seconds"])
+            conc[case].append(got["conc_calls"] / got["conc_seconds"])
+            seq_cpu[case].append(got["seq_cpu"] / calls * 1e6)
+            conc_cpu[case].append(got["conc_cpu"] / got["conc_calls"] * 1e6)
+            negotiated[case] = str(got["negotiated"])
+
+    failed = False
+    for server in urls:
+        calls, concurrent_calls = work(server)
+        print(f"server: {SERVERS[server]}")
+        print(
+            f"  ({calls} sequential calls, then {concurrent_calls} over {CONCURRENCY} "
+            "concurrent callers)"
+        )
+        print(
+            f"{'case':<17} {'negotiated':<11} {'sequential calls/s min / median / max':>37} "
+            f"{'µs cpu':>7}  {'16 concurrent calls/s min / median / max':>40} {'µs cpu':>7}"
+        )
+        medians: dict[str, tuple[float, float]] = {}
+        for case in [c for c in cases if c[0] == server]:
+            name = case[1]
+            if case in errors:
+                print(f"{name:<17} failed: {errors[case]}")
+                failed = failed or name.startswith("snodo")
+                continue
+            medians[name] = (statistics.median(seq[case]), statistics.median(conc[case]))
+            print(
+                f"{name:<17} {negotiated[case]:<11} "
+                f"{spread(seq[case], lambda v: f'{v:,.0f}'):>37} "
+                f"{statistics.median(seq_cpu[case]):7.0f}  "
+                f"{spread(conc[case], lambda v: f'{v:,.0f}'):>40} "
+                f"{statistics.median(conc_cpu[case]):7.0f}"
+            )
+        for version in VERSIONS:
+            ours, peer = f"snodo {version}", f"mcp {version}"
+            if ours not in medians or peer not in medians:
+                print(f"ratio {ours} / {peer}: n/a")
+                continue
+            ratios = [medians[ours][i] / medians[peer][i] for i in (0, 1)]
+            cpu = statistics.median(seq_cpu[(server, peer)]) / statistics.median(
+                seq_cpu[(server, ours)]
+            )
+            if server == "fast":
+                verdict = "met" if min(ratios) >= TARGET_RATIO else "NOT met"
+                target = f"target >= {TARGET_RATIO:.0f}x on both: {verdict}"
+            else:
+                target = "no target: the server sets the pace"
+            print(
+                f"ratio {ours} / {peer}: sequential {ratios[0]:.2f}x, concurrent "
+                f"{ratios[1]:.2f}x ({target}); client CPU per call mcp / snodo {cpu:.2f}x"
+            )
+        print()
+    return failed
+
+
+def report_memory(args: argparse.Namespace, url: str) -> bool:
+    """Measure and print memory per idle connection; True if the snodo case failed."""
+    print(
+        f"memory per idle connection ({MEMORY_VERSION}, against the fast server): each client "
+        f"made one call and stays open; client process only (median of {args.memory_rounds} runs)"
+    )
+    print(
+        f"{'client':<46} {'clients':>7} {'RSS delta':>10} {'KiB/conn':>9} {'threads/conn':>13} "
+        f"{'fds/conn':>9} {'open s':>7} {'close s':>8}"
+    )
+    per_connection: dict[str, float] = {}
+    failed = False
+    for case, label in MEMORY_CASES.items():
+        n = args.connections if case == "snodo" else args.sdk_connections
+        runs: list[dict[str, Any]] = []
+        error = None
+        for _ in range(args.memory_rounds):
+            got = measure_memory(url, case, n)
+            if isinstance(got, str):
+                error = got
+                break
+            runs.append(got)
+        if error is not None:
+            print(f"{label:<46} failed: {error}")
+            failed = failed or case == "snodo"
+            continue
+        delta = statistics.median(r["after"]["rss"] - r["before"]["rss"] for r in runs)
+        threads = statistics.median(
+            (r["after"]["threads"] - r["before"]["threads"]) / n for r in runs
+        )
+        fds = statistics.median((r["after"]["fds"] - r["before"]["fds"]) / n for r in runs)
+        opened = statistics.median(r["open_seconds"] for r in runs)
+        closed = statistics.median(r["close_seconds"] for r in runs)
+        per_connection[case] = delta / n / 1024
+        print(
+            f"{label:<46} {n:>7} {delta / 2**20:>6.1f} MiB {per_connection[case]:9.1f} "
+            f"{threads:13.2f} {fds:9.2f} {opened:7.2f} {closed:8.2f}"
+        )
+    print()
+    if "snodo" in per_connection:
+        kib = per_connection["snodo"]
+        verdict = "met" if kib <= TARGET_KIB_PER_CONNECTION else "NOT met"
+        print(
+            f"target snodo <= {TARGET_KIB_PER_CONNECTION:.0f} KiB per idle connection: "
+            f"{verdict} ({kib:.1f} KiB)"
+        )
+        for peer in ("mcp", "mcp-shared"):
+            if peer in per_connection and kib > 0:
+                print(f"ratio {peer} / snodo per connection: {per_connection[peer] / kib:.1f}x")
+    return failed
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=500, help="sequential calls (sdk, snodo)")
+    parser.add_argument(
+        "--concurrent-calls", type=int, default=800, help="calls over 16 callers (sdk, snodo)"
+    )
+    parser.add_argument("--fast-calls", type=int, default=2000, help="sequential calls (fast)")
+    parser.add_argument(
+        "--fast-concurrent-calls", type=int, default=3200, help="calls over 16 callers (fast)"
+    )
+    parser.add_argument("--warmup", type=int, default=50, help="untimed calls first")
+    parser.add_argument("--rounds", type=int, default=3, help="rate rounds (one subprocess each)")
+    parser.add_argument("--connections", type=int, default=1000, help="idle snodo clients")
+    parser.add_argument("--sdk-connections", type=int, default=100, help="idle SDK clients")
+    parser.add_argument("--memory-rounds", type=int, default=3, help="memory runs per client")
+    parser.add_argument(
+        "--servers", default="sdk,fast,snodo", help="comma-separated: sdk, fast, snodo"
+    )
+    parser.add_argument("--worker", nargs=2, metavar=("KIND", "CASE"), help=argparse.SUPPRESS)
+    parser.add_argument("--url", help=argparse.SUPPRESS)
+    parser.add_argument("--serve", choices=["sdk", "snodo"], help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.serve == "sdk":
+        serve_sdk()
+        return 0
+    if args.serve == "snodo":
+        serve_snodo()
+        return 0
+    if args.worker:
+        return worker(args.worker[0], args.worker[1], args)
+    kinds = [k.strip() for k in args.servers.split(",") if k.strip()]
+    unknown = [k for k in kinds if k not in SERVERS]
+    if unknown:
+        parser.error(f"unknown servers: {', '.join(unknown)}")
+
+    print("Streamable HTTP tools/call round trips: snodo versus the official SDK client")
+    print(f"machine: {machine()}")
+    print(
+        f"snodo {version_of('snodo')}, mcp {version_of('mcp')}, urllib3 {version_of('urllib3')}, "
+        f"httpx2 {version_of('httpx2')}, uvicorn {version_of('uvicorn')}"
+    )
+    print(
+        f"{args.rounds} rounds per case after {args.warmup} warm-up calls; client and server "
+        "share the machine's cores"
+    )
+    print("µs cpu: the client process's CPU time per call (median)")
+    print(
+        "research baseline (notes section 6): mcp -> SDK server, 2026-07-28: 295 calls/s "
+        "sequential, 520 with 16 callers, ~2 ms client CPU per call\n"
+    )
+    with running_servers(kinds) as (urls, failed_servers):
+        for kind, why in failed_servers.items():
+            print(f"server {kind} did not start: {why}\n")
+        rates_failed = report_rates(args, urls)
+        memory_failed = False
+        if "fast" in urls:
+            memory_failed = report_memory(args, urls["fast"])
+        else:
+            print("memory: skipped (needs the fast server)")
+    needed_failed = "fast" in failed_servers or "sdk" in failed_servers
+    return 1 if rates_failed or memory_failed or needed_failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
