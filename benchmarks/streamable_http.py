@@ -1,9 +1,9 @@
 """Streamable HTTP ``tools/call`` rates and memory per idle connection: snodo versus the SDK client.
 
     python benchmarks/streamable_http.py [--rounds 3] [--calls 500] [--concurrent-calls 800]
-                              [--fast-calls 2000] [--fast-concurrent-calls 3200]
-                              [--connections 1000] [--sdk-connections 100] [--memory-rounds 3]
-                              [--servers sdk,fast,snodo]
+                                         [--fast-calls 2000] [--fast-concurrent-calls 3200]
+                                         [--connections 1000] [--sdk-connections 100]
+                                         [--memory-rounds 3] [--servers sdk,fast,snodo]
 
 (Not ``benchmarks/http.py``: Python puts the script's directory first on ``sys.path``, so a file
 named ``http.py`` there would shadow the standard library's ``http`` package in every benchmark
@@ -29,19 +29,26 @@ machine's cores):
   that it logs at WARNING and without uvicorn's access log (by default both log every request).
   It is slower than either client, so both are capped by it: no target applies there. Its
   2026-07-28 answers to a quick tool are JSON; its initialize-era answers are event streams.
-* ``fast``: ``benchmarks/_http_echo_server.py``, a tiny stdlib server (ThreadingHTTPServer with
-  TCP_NODELAY, JSON answers) that makes the client the bottleneck.
-* ``snodo``: snodo's own ``serve_http`` on a one-tool Runtime, for orientation.
+* ``fast``: ``benchmarks/_http_echo_server.py``, a tiny stdlib server (a thread per connection,
+  minimal HTTP/1.1 parsing, TCP_NODELAY, JSON answers; about 35 µs of CPU per request) that makes
+  the client the bottleneck.
+* ``snodo``: snodo's own ``serve_http`` on a one-tool Runtime, for orientation (no target).
+
+The servers' listening sockets are created with ``proto=IPPROTO_TCP``: asyncio sets TCP_NODELAY
+only on sockets whose proto says TCP, and uvicorn given a socket made with proto 0 answers every
+keep-alive request ~40 ms late (the Nagle trap of the research notes, section 4E).
 
 Both versions are measured for both clients: 2026-07-28 (pinned: no probe; each call is one
 self-contained POST) and 2025-11-25 (initialize, then calls on the session; DELETE at close).
 
 Rates: connect, check one answer, ``--warmup`` untimed calls, the sequential calls, then the
-concurrent calls spread over 16 callers. Rounds interleave the cases. Reported: calls/s min /
-median / max, the client's CPU per call (its own process, all threads; the server excluded),
-and the ratio snodo / mcp of the medians. Target: snodo at least 3x the SDK client's rates.
-Against the SDK's server that cannot hold (the server, not the client, sets the pace), so the
-verdict that counts is the fast server's.
+concurrent calls spread over 16 callers (``--calls``/``--concurrent-calls`` against the SDK's and
+snodo's servers, ``--fast-calls``/``--fast-concurrent-calls`` against the fast one; both clients
+do the same work). Rounds interleave the cases. Reported: calls/s min / median / max, the
+client's CPU per call (its own process, all threads; the server excluded), the ratio snodo / mcp
+of the medians and the ratio of the sequential CPU per call. Target: snodo at least 3x the SDK
+client's rates. Against the SDK's server that cannot hold (the server, not the client, sets the
+pace), so the verdict is printed for the fast server only.
 
 Memory: in a fresh subprocess, one warm-up client makes a call; then ``--connections`` more
 snodo clients (2026-07-28, so nothing stays open per client: no session, no stream) each make

@@ -3,7 +3,7 @@
     python examples/client_transports.py            # every leg
     python examples/client_transports.py direct     # only the legs named
 
-For each leg (direct and stdio today; HTTP is one more entry in LEGS when it lands) and each
+For each leg (in process, over stdio, over HTTP: one entry each in LEGS) and each
 protocol version, pinned with ``protocol=``, it opens a client and runs: the negotiated version,
 ``server/discover`` (2026-07-28) or the initialize-era session, the lists, a tool call, a call with
 progress, a resource read, a prompt, a completion, the ``deploy`` tool answered by an input handler,
@@ -68,10 +68,23 @@ def open_stdio(**options: Any) -> snodo.Client:
     return snodo.connect(server, cwd=str(EXAMPLES), **options)
 
 
+_http_server: Any = None
+
+
+def open_http(**options: Any) -> snodo.Client:
+    """The same Runtime served over Streamable HTTP on 127.0.0.1 (started once, in process)."""
+    global _http_server
+    if _http_server is None:
+        from snodo.server.http import serve_http
+
+        _http_server = serve_http(build())
+    return snodo.connect(snodo.Http(_http_server.url), **options)
+
+
 LEGS: list[Leg] = [
     Leg("direct", open_direct),
     Leg("stdio", open_stdio),
-    # Leg("http", open_http),    # snodo.connect(snodo.Http(url)): a later issue
+    Leg("http", open_http),
 ]
 
 
@@ -363,9 +376,13 @@ def main(argv: list[str]) -> int:
     print(f"snodo {snodo.__version__}: the same calls over {', '.join(leg.name for leg in legs)}\n")
     report = Report()
     started = time.perf_counter()
-    for leg in legs:
-        for version in VERSIONS:
-            run_leg(leg, version, report)
+    try:
+        for leg in legs:
+            for version in VERSIONS:
+                run_leg(leg, version, report)
+    finally:
+        if _http_server is not None:
+            _http_server.close()
     elapsed = time.perf_counter() - started
     status = "OK" if not report.failed else "FAILED"
     print(

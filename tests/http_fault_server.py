@@ -547,11 +547,15 @@ class FaultServer:
         with self._cond:
             return [r for r in self.requests if match is None or _matches(match, r)]
 
-    def rpc_methods(self) -> list[str]:
+    def rpc_methods(self, *, standalone: bool = False) -> list[str]:
         """The JSON-RPC method of every request so far ("response" for an answer; the HTTP
-        method for a request without a JSON-RPC body)."""
+        method for a request without a JSON-RPC body). An initialize-era client opens the
+        session's standalone GET stream concurrently, so its GETs are left out unless
+        ``standalone`` (tests of the GET stream look at them on their own)."""
         out = []
         for r in self.received():
+            if r.method == "GET" and not standalone:
+                continue
             out.append(r.rpc or ("response" if r.kind == "response" else r.method))
         return out
 

@@ -31,6 +31,7 @@ from snodo.server.http import HttpServer, serve_http
 from tests import client_runtime
 from tests.http_fault_server import (
     ALL_VERSIONS,
+    ELICIT_FORM,
     LATEST,
     LEGACY,
     Exchange,
@@ -42,6 +43,7 @@ from tests.http_fault_server import (
     b64_sentinel,
     check_wire,
     error,
+    event,
     fault_server,
     result,
 )
@@ -719,7 +721,7 @@ def test_user_headers_go_on_every_request(fake: FaultServer) -> None:
     with http(fake.url, headers=headers) as client:
         client.call_tool("echo", {"text": "x"})
     requests = fake.received()
-    assert [r.rpc or r.method for r in requests] == [
+    assert [r.rpc or r.method for r in requests if r.method != "GET"] == [
         "server/discover",
         "initialize",
         "notifications/initialized",
@@ -749,7 +751,7 @@ def test_the_session_id_goes_on_every_later_request(legacy: str) -> None:
         init, *later = fake.received()
         assert init.rpc == "initialize"
         assert "mcp-session-id" not in init.header_names()
-        assert [r.rpc or r.method for r in later] == [
+        assert [r.rpc or r.method for r in later if r.method != "GET"] == [
             "notifications/initialized",
             "tools/list",
             "tools/call",
@@ -792,7 +794,7 @@ def test_our_server_sessions_over_http(legacy: str) -> None:
             client.call_tool("echo", {"text": "x"})
         assert own.server.session_ids == []
         requests = own.proxy.received()
-        assert [r.rpc or r.method for r in requests] == [
+        assert [r.rpc or r.method for r in requests if r.method != "GET"] == [
             "initialize",
             "notifications/initialized",
             "tools/call",
@@ -977,8 +979,9 @@ def test_an_expired_session_is_reported_as_the_servers_error() -> None:
 
 def test_our_server_expiring_the_session_is_reported_as_its_error() -> None:
     """The same against snodo's server with a short session_idle_timeout: once the session has
-    expired, a call fails with the server's error (404, -32600) and nothing re-initializes."""
-    with served(session_idle_timeout=0.3) as own:
+    expired, a call fails with the server's error (404, -32600) and nothing re-initializes. (The
+    server offers no GET stream here: an attached stream keeps a session alive.)"""
+    with served(session_idle_timeout=0.3, enable_get_stream=False) as own:
         with http(own.url, protocol="2025-11-25") as client:
             wait_until(lambda: not own.server.session_ids, 10.0)
             with pytest.raises(snodo.McpError) as caught:
@@ -1042,3 +1045,51 @@ def test_lists_follow_next_cursor_over_http() -> None:
         tools = client.list_tools()
         assert len([t for t in tools if t["name"].startswith("filler-")]) == 35
         assert own.methods().count("tools/list") == len(tools) // 10 + (len(tools) % 10 > 0)
+
+
+@pytest.mark.parametrize("version", ["2025-11-25", "2025-06-18"])
+def test_the_standalone_get_stream_delivers_server_requests(version: str) -> None:
+    """Beyond the reference (docs/decisions/0013): an initialize-era client opens the session's
+    standalone GET stream (with the session headers), so a request the server sends only there
+    is answered by the input handlers and POSTed back; close() ends the stream."""
+    with fault_server(McpResponder(session_id="s-get")) as server:
+        _standalone_get_stream(server, version)
+
+
+def _standalone_get_stream(fault_server: FaultServer, version: str) -> None:
+    stream_open = threading.Event()
+
+    def standalone(request: Request, ex: Exchange) -> None:
+        ex.start_chunked()
+        ex.chunk(
+            event(
+                {
+                    "jsonrpc": "2.0",
+                    "id": "get-1",
+                    "method": "elicitation/create",
+                    "params": ELICIT_FORM,
+                }
+            )
+        )
+        stream_open.set()
+        fault_server.wait_for(lambda r: r.kind == "response", 1, timeout=10.0)
+        ex.wait_client_gone(10.0)
+        ex.close()
+
+    fault_server.once(lambda r: r.method == "GET", standalone)
+    client = http(fault_server.url, protocol=version, input_handlers={"form": accept})
+    try:
+        assert stream_open.wait(10.0)
+        (answer,) = fault_server.wait_for(lambda r: r.kind == "response", 1, timeout=10.0)
+        assert answer.message == {
+            "jsonrpc": "2.0",
+            "id": "get-1",
+            "result": {"action": "accept", "content": {"approved": True}},
+        }
+        (get,) = fault_server.received(lambda r: r.method == "GET")
+        assert get.header("mcp-session-id") == client.transport.session_id  # type: ignore[attr-defined]
+        assert get.header("mcp-protocol-version") == version
+        assert "text/event-stream" in (get.header("accept") or "")
+    finally:
+        client.close()
+    assert "DELETE" in fault_server.rpc_methods()

@@ -40,7 +40,8 @@ from typing import Any
 import pytest
 
 import snodo
-from tests.stdio_support import check_response
+from snodo.supervision import green_mode
+from tests.stdio_support import check_response, wait_until
 from tests.wire_schema import check_client_message
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -203,6 +204,45 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Serv
             assert server.process.returncode is not None
 
 
+@pytest.fixture(autouse=True)
+def _no_task_dies() -> Iterator[None]:
+    """No thread (or greenlet, under gevent) dies of an unhandled exception during a test: a
+    transport's reader must end quietly, also when close() ends it."""
+    died: list[str] = []
+    lock = threading.Lock()
+    previous = threading.excepthook
+
+    def hook(args: Any) -> None:
+        name = args.thread.name if args.thread is not None else "?"
+        with lock:
+            died.append(f"{name}: {args.exc_type.__name__}: {args.exc_value}")
+        previous(args)
+
+    threading.excepthook = hook
+    hub: Any = None
+    original: Any = None
+    if green_mode():
+        import gevent
+
+        hub = gevent.get_hub()
+        original = hub.handle_error
+
+        def handle_error(context: Any, kind: Any, value: Any, tb: Any) -> Any:
+            if kind is not None and not issubclass(kind, gevent.GreenletExit):
+                with lock:
+                    died.append(f"{context!r}: {kind.__name__}: {value}")
+            return original(context, kind, value, tb)
+
+        hub.handle_error = handle_error
+    try:
+        yield
+    finally:
+        threading.excepthook = previous
+        if hub is not None:
+            hub.handle_error = original
+    assert not died, f"a task died of an unhandled exception: {died}"
+
+
 # -- handlers and connections ---------------------------------------------------------------
 
 
@@ -342,7 +382,7 @@ def test_connect_negotiates_the_expected_version(case: Case, opened: Opened) -> 
     initialize-era version) when the handshake-only server refuses the probe."""
     client = opened.client
     assert client.version == case.expected
-    recorded = opened.requests()
+    recorded = [entry for entry in opened.requests() if entry["method"] == "POST"]
     connecting = [entry["rpc"] for entry in recorded]
     if case.probes:  # the probe comes first; the legacy server refuses it (HTTP 400)
         assert connecting[0] == "server/discover"
@@ -377,12 +417,14 @@ def test_initialize_era_session_id_is_captured_and_sent_on_every_later_request(
 ) -> None:
     """Initialize era over HTTP: the Mcp-Session-Id the SDK issues on the initialize response
     is captured (client.session.session_id) and sent, with MCP-Protocol-Version, on every later
-    request; notifications/initialized is answered 202. On 2026-07-28 there is no session id and
-    every request carries MCP-Protocol-Version: 2026-07-28."""
+    request (the standalone GET stream's too); notifications/initialized is answered 202. On
+    2026-07-28 there is no session id and every request carries MCP-Protocol-Version:
+    2026-07-28."""
     opened.client.list_tools()
     recorded = opened.requests()
     if case.modern:
         assert opened.client.session is None
+        assert {entry["method"] for entry in recorded} == {"POST"}  # no GET stream either
         assert all(entry["session"] is None for entry in recorded)
         assert all(entry["version"] == MODERN for entry in recorded)
         return
@@ -393,9 +435,10 @@ def test_initialize_era_session_id_is_captured_and_sent_on_every_later_request(
     rpcs = [entry["rpc"] for entry in recorded]
     start = rpcs.index("initialize")
     assert recorded[start]["session"] is None
-    after = recorded[start + 1 :]
-    assert [e["rpc"] for e in after[:2]] == ["notifications/initialized", "tools/list"]
-    assert after[0]["status"] == 202
+    after = recorded[start + 1 :]  # POSTs, and the GET of the standalone stream
+    posts = [e for e in after if e["method"] == "POST"]
+    assert [e["rpc"] for e in posts[:2]] == ["notifications/initialized", "tools/list"]
+    assert posts[0]["status"] == 202
     assert all(e["session"] == session.session_id for e in after)
     assert all(e["version"] == case.expected for e in after)
 
@@ -745,6 +788,37 @@ def test_close_sends_delete_and_the_session_is_gone(case: Case, servers: dict[st
     assert closed.value.code == -32000
     client.close()  # idempotent
     assert [e["method"] for e in opened.requests()].count("DELETE") == len(deletes)
+
+
+def test_standalone_get_stream_opens_on_the_session_and_close_ends_it(
+    case: Case, servers: dict[str, Server]
+) -> None:
+    """Initialize era over HTTP: after notifications/initialized the client opens the optional
+    standalone GET stream with the session id and protocol version (the SDK answers 200 with an
+    event stream); close() ends it quietly (its reader thread exits without an unhandled
+    exception, see the autouse check) before the DELETE. 2026-07-28 opens no GET stream."""
+    server = servers[case.server]
+    opened = open_client(server, case.protocol)
+    client = opened.client
+    result = client.call_tool("echo", {"text": "listening"})
+    assert isinstance(result, dict)
+    if case.modern:
+        client.close()
+        assert "GET" not in {e["method"] for e in opened.requests()}
+        return
+    session = client.session
+    assert session is not None
+
+    def stream_open() -> list[dict[str, Any]]:
+        return [e for e in opened.requests() if e["method"] == "GET" and e["status"] == 200]
+
+    (stream,) = wait_until(stream_open, timeout=10.0)
+    assert stream["session"] == session.session_id
+    assert stream["version"] == case.expected
+    client.close()
+    methods = [e["method"] for e in opened.requests()]
+    assert methods.count("DELETE") == 1
+    assert methods.index("DELETE") > methods.index("GET")
 
 
 def test_pinned_2026_against_the_handshake_only_server_fails_cleanly(

@@ -255,7 +255,10 @@ class HttpTransport:
         self._closed = True
         listening, listener = self._listening, self._listener
         if listening is not None:
-            _discard(listening)
+            try:
+                listening.shutdown()  # its reader closes it; closing here would race the reader
+            except Exception:
+                pass
         if listener is not None:
             listener.join(LISTENER_STOP)
         self.delete_session()
@@ -311,8 +314,8 @@ class HttpTransport:
                             self._serve(item, options)
                         else:
                             _log.debug("notification", method=item["method"])
-            except (urllib3.exceptions.HTTPError, EventTooLarge, McpError, OSError) as exc:
-                _log.info("standalone stream broke off", url=self.url, error=str(exc))
+            except Exception as exc:  # a broken stream, or close() shutting it down
+                _log.info("standalone stream broke off", url=self.url, error=repr(exc))
             finally:
                 self._listening = None
                 _discard(response)
