@@ -85,6 +85,7 @@ from snodo.protocol.errors import (
 from snodo.server import http_checks as checks
 from snodo.server.context import Context, Peer, RequestId, ServerSession
 from snodo.server.dispatch import dispatch
+from snodo.server.outbound import PendingAnswer, deliver_answer
 from snodo.server.runtime import Runtime
 
 __all__ = [
@@ -305,16 +306,6 @@ class _Stream:
 
 
 @dataclass(eq=False)
-class _Pending:
-    """A server-to-client request waiting for the client's answer."""
-
-    job: _Job | None
-    done: threading.Event = field(default_factory=threading.Event)
-    result: dict[str, Any] | None = None
-    error: McpError | None = None
-
-
-@dataclass(eq=False)
 class _Job:
     """A client request served by a worker."""
 
@@ -365,7 +356,7 @@ class _Session:
     state: ServerSession
     last_seen: float
     jobs: dict[RequestId, _Job] = field(default_factory=dict)
-    pending: dict[str, _Pending] = field(default_factory=dict)
+    pending: dict[str, PendingAnswer] = field(default_factory=dict)
     streams: OrderedDict[str, _Stream] = field(default_factory=OrderedDict)
     standalone: _Stream = field(
         default_factory=lambda: _Stream("0", deque(maxlen=STANDALONE_BUFFER))
@@ -1142,18 +1133,7 @@ class HttpServer:
         error: McpError | None,
     ) -> bool:
         """Deliver the client's answer to server request ``sid``; False if none is waiting."""
-        if type(sid) is not str:
-            return False
-        with self._lock:
-            pending = session.pending.pop(sid, None)
-            if pending is None:
-                return False
-            if pending.job is not None:
-                pending.job.asking.discard(sid)
-            pending.result = result
-            pending.error = error
-        pending.done.set()
-        return True
+        return deliver_answer(self._lock, session.pending, sid, result, error)
 
     def _get(self, req: _Request) -> Iterable[bytes]:
         if not self._legacy or req.header(checks.H_PROTOCOL_VERSION) in checks.STATELESS_VERSIONS:
@@ -1504,7 +1484,7 @@ class HttpServer:
         session = job.session
         assert session is not None
         sid = f"srv-{next(self._server_ids)}"
-        pending = _Pending(job)
+        pending = PendingAnswer(job)
         with self._lock:
             if self._closing or session.ended:
                 raise connection_error("Connection closed: the session has ended")
@@ -1528,7 +1508,7 @@ class HttpServer:
         assert pending.result is not None
         return pending.result
 
-    def _forget(self, session: _Session, sid: str, pending: _Pending) -> bool:
+    def _forget(self, session: _Session, sid: str, pending: PendingAnswer) -> bool:
         """Stop waiting for ``sid``; False if an answer (or a failure) arrived meanwhile."""
         with self._lock:
             if session.pending.get(sid) is not pending:
@@ -1541,7 +1521,7 @@ class HttpServer:
     def _cancel_job(self, job: _Job) -> None:
         """Mark ``job`` cancelled: its Context sees ``cancelled``, the server requests it waits
         on fail (and the client is told), its progress stops."""
-        failed: list[tuple[str, _Pending]] = []
+        failed: list[tuple[str, PendingAnswer]] = []
         with self._lock:
             if job.cancelled:
                 return

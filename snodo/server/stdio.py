@@ -78,6 +78,7 @@ from snodo.protocol.errors import (
 from snodo.protocol.framing import LineFramer, Oversized
 from snodo.server.context import Context, Peer, RequestId, ServerSession
 from snodo.server.dispatch import dispatch
+from snodo.server.outbound import PendingAnswer, deliver_answer
 from snodo.server.runtime import Runtime
 
 __all__ = [
@@ -182,16 +183,6 @@ class _Inflight(dict[RequestId, Context]):
             ctx._cancel()
 
 
-@dataclass(eq=False)
-class _Pending:
-    """A server-to-client request waiting for the client's answer."""
-
-    job: _Job | None
-    done: threading.Event = field(default_factory=threading.Event)
-    result: dict[str, Any] | None = None
-    error: McpError | None = None
-
-
 class _Server:
     def __init__(
         self,
@@ -224,7 +215,7 @@ class _Server:
         self._running = 0  # workers started and not finished (shutdown waits for these)
         self._busy = 0  # workers holding a concurrency slot (freed before their response)
         self._jobs: dict[RequestId, _Job] = {}
-        self._pending: dict[str, _Pending] = {}
+        self._pending: dict[str, PendingAnswer] = {}
         self._server_ids = itertools.count(1)
         self._eof = False
 
@@ -340,7 +331,7 @@ class _Server:
     def _cancel(self, rid: object) -> None:
         if type(rid) is not str and type(rid) is not int:
             return
-        failed: list[tuple[str, _Pending]] = []
+        failed: list[tuple[str, PendingAnswer]] = []
         with self._lock:
             job = self._jobs.get(rid)
             if job is None or job.cancelled:
@@ -360,18 +351,7 @@ class _Server:
         self, sid: RequestId, result: dict[str, Any] | None, error: McpError | None
     ) -> bool:
         """Deliver the client's answer to server request ``sid``; False if none is waiting."""
-        if type(sid) is not str:
-            return False
-        with self._lock:
-            pending = self._pending.pop(sid, None)
-            if pending is None:
-                return False
-            if pending.job is not None:
-                pending.job.asking.discard(sid)
-            pending.result = result
-            pending.error = error
-        pending.done.set()
-        return True
+        return deliver_answer(self._lock, self._pending, sid, result, error)
 
     def _end_of_input(self, grace: float) -> None:
         with self._lock:
@@ -450,7 +430,7 @@ class _Server:
     def _server_request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         job: _Job | None = getattr(self._local, "job", None)
         sid = f"srv-{next(self._server_ids)}"
-        pending = _Pending(job)
+        pending = PendingAnswer(job)
         with self._lock:
             if self._eof:
                 raise connection_error("Connection closed: stdin has ended")
@@ -475,7 +455,7 @@ class _Server:
         assert pending.result is not None
         return pending.result
 
-    def _forget(self, sid: str, pending: _Pending) -> bool:
+    def _forget(self, sid: str, pending: PendingAnswer) -> bool:
         """Stop waiting for ``sid``; False if an answer (or a failure) arrived meanwhile."""
         with self._lock:
             if self._pending.get(sid) is not pending:

@@ -79,24 +79,25 @@ class _Attempt:
 _attempts = threading.local()
 
 
-class _Connection(urllib3.connection.HTTPConnection):
-    response_class = _InterimSkippingResponse
+class _Watched:
+    """Connection mixin: skips interim responses and lends its socket to the attempt's deadline."""
+
+    response_class: type[http.client.HTTPResponse] = _InterimSkippingResponse
+    sock: Any
 
     def getresponse(self) -> Any:
         attempt: _Attempt | None = getattr(_attempts, "current", None)
         if attempt is not None:
             attempt.sock = self.sock
-        return super().getresponse()
+        return super().getresponse()  # type: ignore[misc]
 
 
-class _TlsConnection(urllib3.connection.HTTPSConnection):
-    response_class = _InterimSkippingResponse
+class _Connection(_Watched, urllib3.connection.HTTPConnection):
+    pass
 
-    def getresponse(self) -> Any:
-        attempt: _Attempt | None = getattr(_attempts, "current", None)
-        if attempt is not None:
-            attempt.sock = self.sock
-        return super().getresponse()
+
+class _TlsConnection(_Watched, urllib3.connection.HTTPSConnection):
+    pass
 
 
 class _Pool(urllib3.HTTPConnectionPool):
