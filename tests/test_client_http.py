@@ -1093,3 +1093,15 @@ def _standalone_get_stream(fault_server: FaultServer, version: str) -> None:
     finally:
         client.close()
     assert "DELETE" in fault_server.rpc_methods()
+
+
+def test_a_broken_2025_11_25_stream_is_resumed_with_last_event_id() -> None:
+    """Beyond the reference (docs/decisions/0013): a server that sends only a priming event and a
+    `retry` on a POST's stream, then closes it, gets a GET with Last-Event-ID after the retry
+    delay, and the call returns the response from the resumed stream (2025-11-25 resumption)."""
+    with served(sse_retry_ms=50) as own:
+        with http(own.url, protocol="2025-11-25") as client:
+            result = client.call_tool("echo", {"text": "resumed"})
+            assert result["content"][0]["text"] == "resumed"
+        gets = own.proxy.received(lambda r: r.method == "GET" and r.header("last-event-id"))
+        assert gets, "no GET carried Last-Event-ID"
