@@ -197,11 +197,16 @@ def _is_str(value: Any) -> bool:
     return isinstance(value, str)
 
 
+def _one_of(value: Any, allowed: frozenset[str]) -> bool:
+    """``value in allowed`` for untrusted values (an unhashable one is simply not in it)."""
+    return isinstance(value, str) and value in allowed
+
+
 def valid_elicit_response(x: Any) -> bool:
     """An ``ElicitResult``: an ``action`` of accept/decline/cancel and an object ``content``."""
     return (
         isinstance(x, dict)
-        and x.get("action") in _ELICITATION_ACTIONS
+        and _one_of(x.get("action"), _ELICITATION_ACTIONS)
         and _optional(x, "content", _is_dict)
         and _optional(x, "_meta", _is_dict)
         and _json_value(x)
@@ -259,7 +264,7 @@ def _sampling_block(block: Any) -> bool:
 
 def valid_sampling_response(x: Any) -> bool:
     """A ``CreateMessageResult``: role, one content block or a non-empty list, model, stopReason."""
-    if not isinstance(x, dict) or x.get("role") not in _ROLES:
+    if not isinstance(x, dict) or not _one_of(x.get("role"), _ROLES):
         return False
     if not isinstance(x.get("model"), str):
         return False

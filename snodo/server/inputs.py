@@ -68,14 +68,15 @@ def answer_problem(method: str, params: Mapping[str, Any], answer: object) -> st
         return "not an object"
     if method == ELICIT:
         action = answer.get("action")
-        if action not in _ACTIONS:
+        if not isinstance(action, str) or action not in _ACTIONS:
             return "action must be accept, decline or cancel"
         if action == "accept" and params.get("mode") != "url":
             schema = params.get("requestedSchema")
             return form_problem(schema if isinstance(schema, dict) else {}, answer.get("content"))
         return None
     if method == SAMPLE:
-        if answer.get("role") not in _ROLES:
+        role = answer.get("role")
+        if not isinstance(role, str) or role not in _ROLES:
             return "role must be user or assistant"
         content = answer.get("content")
         if not (
