@@ -11,6 +11,7 @@ the check.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -18,11 +19,18 @@ from typing import Any
 
 import pykka
 import pytest
+from hypothesis import settings
 
 from snodo.supervision import join, kill, registry, service_threads, stop
 from tests.client_support import Wire, recording_direct
 
 LEAK_DEADLINE = 5.0
+
+# CI must be repeatable: there hypothesis replays the same examples on every run (and never fails
+# a test for being slow on a loaded machine); locally it keeps exploring new ones.
+settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
+settings.register_profile("dev", deadline=None)
+settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 
 def pytest_configure(config: pytest.Config) -> None:
