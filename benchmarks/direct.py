@@ -21,15 +21,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import statistics
 import subprocess
 import sys
 import time
 from collections.abc import Sequence
-from importlib import metadata
 from typing import Any
+
+from _common import machine, version_of
 
 TARGET_RATIO = 3.0
 TEXT = "hi"
@@ -116,29 +115,6 @@ def worker(case: str, calls: int, warmup: int) -> int:
 
 
 # -- the driver ---------------------------------------------------------------------------------
-
-
-def machine() -> str:
-    model = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as info:
-            for line in info:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return (
-        f"{model}, {os.cpu_count()} cores; Python {platform.python_version()} "
-        f"({platform.python_implementation()}) on {platform.system()} {platform.release()}"
-    )
-
-
-def version_of(distribution: str) -> str:
-    try:
-        return metadata.version(distribution)
-    except metadata.PackageNotFoundError:
-        return "not installed"
 
 
 def measure(case: str, calls: int, warmup: int) -> tuple[float, str] | str:

@@ -17,11 +17,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
 from collections.abc import Sequence
+
+from _common import machine
 
 TARGET_MS = 150.0
 CASES = {
@@ -37,22 +38,6 @@ t = time.perf_counter()
 elapsed = time.perf_counter() - t
 print(json.dumps({{"seconds": elapsed, "modules": len(sys.modules) - before}}))
 """
-
-
-def machine() -> str:
-    model = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as info:
-            for line in info:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return (
-        f"{model}, {os.cpu_count()} cores; Python {platform.python_version()} "
-        f"({platform.python_implementation()}) on {platform.system()} {platform.release()}"
-    )
 
 
 def measure(case: str, runs: int) -> tuple[list[float], int] | None:

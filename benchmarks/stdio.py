@@ -40,7 +40,6 @@ import argparse
 import gc
 import json
 import os
-import platform
 import re
 import shutil
 import statistics
@@ -49,9 +48,10 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from _common import cpu_seconds, machine, status_field, version_of
 
 HERE = Path(__file__).resolve().parent
 ECHO_SERVER = HERE / "_echo_server.py"
@@ -80,20 +80,6 @@ MEMORY_CASES = ["snodo", "mcp", "ts"]
 
 
 # -- measuring this process --------------------------------------------------------------------
-
-
-def cpu_seconds() -> float:
-    times = os.times()
-    return times.user + times.system
-
-
-def status_field(name: str) -> int:
-    """A number from /proc/self/status (VmRSS is in KiB)."""
-    with open("/proc/self/status", encoding="ascii") as status:
-        for line in status:
-            if line.startswith(name + ":"):
-                return int(line.split()[1])
-    raise RuntimeError(f"no {name} in /proc/self/status")
 
 
 def footprint() -> dict[str, int]:
@@ -324,29 +310,6 @@ def ts_command(kind: str, args: argparse.Namespace) -> list[str]:
 
 
 # -- the driver ---------------------------------------------------------------------------------
-
-
-def machine() -> str:
-    model = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as info:
-            for line in info:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return (
-        f"{model}, {os.cpu_count()} cores; Python {platform.python_version()} "
-        f"({platform.python_implementation()}) on {platform.system()} {platform.release()}"
-    )
-
-
-def version_of(distribution: str) -> str:
-    try:
-        return metadata.version(distribution)
-    except metadata.PackageNotFoundError:
-        return "not installed"
 
 
 def ts_sdk_version() -> str:

@@ -66,7 +66,6 @@ import argparse
 import gc
 import json
 import os
-import platform
 import re
 import selectors
 import statistics
@@ -77,9 +76,10 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from _common import cpu_seconds, machine, status_field, version_of
 
 HERE = Path(__file__).resolve().parent
 FAST_SERVER = HERE / "_http_echo_server.py"
@@ -105,20 +105,6 @@ MEMORY_CASES = {
 
 
 # -- measuring this process --------------------------------------------------------------------
-
-
-def cpu_seconds() -> float:
-    times = os.times()
-    return times.user + times.system
-
-
-def status_field(name: str) -> int:
-    """A number from /proc/self/status (VmRSS is in KiB)."""
-    with open("/proc/self/status", encoding="ascii") as status:
-        for line in status:
-            if line.startswith(name + ":"):
-                return int(line.split()[1])
-    raise RuntimeError(f"no {name} in /proc/self/status")
 
 
 def footprint() -> dict[str, int]:
@@ -460,29 +446,6 @@ def worker(kind: str, case: str, args: argparse.Namespace) -> int:
 
 
 # -- the driver ---------------------------------------------------------------------------------
-
-
-def machine() -> str:
-    model = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as info:
-            for line in info:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return (
-        f"{model}, {os.cpu_count()} cores; Python {platform.python_version()} "
-        f"({platform.python_implementation()}) on {platform.system()} {platform.release()}"
-    )
-
-
-def version_of(distribution: str) -> str:
-    try:
-        return metadata.version(distribution)
-    except metadata.PackageNotFoundError:
-        return "not installed"
 
 
 def last_error(stderr: str, status: int) -> str:
