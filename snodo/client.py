@@ -457,6 +457,7 @@ class Client:
         max_total_timeout: float | None = None,
         tool: Mapping[str, Any] | None = None,
         bypass_cache: bool = False,
+        rounds_seen: list[int] | None = None,
     ) -> dict[str, Any] | InputRequired:
         if self._closed:
             raise errors.connection_error("Connection closed")
@@ -542,6 +543,8 @@ class Client:
                     cause=("max_input_rounds", outcome),
                 )
             rounds += 1
+            if rounds_seen is not None:
+                rounds_seen.append(rounds)
             last = outcome
             request_state = outcome.request_state
             if outcome.input_requests:
@@ -645,6 +648,7 @@ class Client:
         """Serve a fresh stored result, or send the call and store what it may store."""
         cache = self._cache
         assert cache is not None
+        _check_timeout("timeout", timeout)
         arg = caching.params_key(params)
         public = caching.public_key(self._cache_base, method, arg)
         data = cache.get(public)
@@ -657,10 +661,11 @@ class Client:
             if data is not None:
                 return cast("dict[str, Any]", orjson.loads(data))
         generation = cache.generation  # read before sending: an invalidation after it wins
-        outcome = self._call(method, params, timeout=timeout, bypass_cache=True)
+        rounds: list[int] = []
+        outcome = self._call(method, params, timeout=timeout, bypass_cache=True, rounds_seen=rounds)
         arrived = cache.clock()
         hint = caching.storable(outcome)
-        if hint is None:
+        if hint is None or rounds:  # the result of an answered input round is never stored
             return outcome
         if hint.scope == "public":
             key = public

@@ -424,6 +424,36 @@ def test_calls_with_other_per_call_options_are_sent_and_not_cached(wire: Wire) -
         assert text(client.read_resource("count://a", meta={"x": 1})) == "a #7"
 
 
+def test_a_result_reached_through_input_rounds_is_not_stored() -> None:
+    """The result of a multi round-trip retry (answered by the input handlers) is not cached,
+    even with cache hints; a read without input is."""
+    rt = Runtime("asks", "1.0", cache_hints={"resources": CacheHint(MINUTE, "public")})
+    asked: list[str] = []
+
+    @rt.resource("ask://me", name="ask")
+    def ask(ctx: Context) -> str:
+        answer = ctx.elicit("ok?", {"type": "object", "properties": {}})
+        return str(answer["action"])
+
+    def form(params: dict[str, Any]) -> dict[str, Any]:
+        asked.append(params["message"])
+        return {"action": "accept", "content": {}}
+
+    with snodo.direct(rt, cache=True, input_handlers={"form": form}) as client:
+        assert text(client.read_resource("ask://me")) == "accept"
+        assert text(client.read_resource("ask://me")) == "accept"
+    assert asked == ["ok?", "ok?"]
+    assert len(shared_cache()) == 0
+
+
+def test_an_invalid_timeout_is_refused_on_a_cached_call_too() -> None:
+    """timeout= is checked whether the answer comes from the cache or the server."""
+    with snodo.direct(client_runtime.build(), cache=True) as client:
+        client.list_tools()
+        with pytest.raises(ValueError):
+            client.list_tools(timeout=-1)
+
+
 def test_a_cached_result_is_a_fresh_copy_for_each_caller() -> None:
     """A caller that changes its result cannot change what the next caller gets."""
     rt = client_runtime.build()
