@@ -63,6 +63,23 @@ def test_invalidation_names_the_methods_or_the_uri() -> None:
     assert caching.invalidation("notifications/progress", {"progressToken": 1}) is None
 
 
+def test_client_base_separates_protocol_and_client_metadata() -> None:
+    base = caching.client_base(("direct", 1), "2026-07-28", {"name": "a"}, {})
+    assert base == caching.client_base(("direct", 1), "2026-07-28", {"name": "a"}, {})
+    assert base != caching.client_base(("direct", 2), "2026-07-28", {"name": "a"}, {})
+    assert base != caching.client_base(("direct", 1), "2025-11-25", {"name": "a"}, {})
+    assert base != caching.client_base(("direct", 1), "2026-07-28", {"name": "b"}, {})
+    assert base != caching.client_base(("direct", 1), "2026-07-28", {"name": "a"}, {"roots": {}})
+    assert {
+        "server/discover",
+        "tools/list",
+        "prompts/list",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+    } == caching.CACHEABLE_METHODS
+
+
 def test_http_keys_hash_credentials_and_leave_them_out_of_the_namespace() -> None:
     plain = {"X-Tenant": "north"}
     secret = {**plain, "Authorization": "Bearer s3cret", "Cookie": "sid=s3cret"}

@@ -17,17 +17,10 @@ from typing import Any, Final, Literal
 
 import orjson
 
-#: The requests whose complete results may be cached.
-CACHEABLE_METHODS: Final = frozenset(
-    {
-        "server/discover",
-        "tools/list",
-        "prompts/list",
-        "resources/list",
-        "resources/templates/list",
-        "resources/read",
-    }
-)
+from snodo.protocol.dialects.v2026_07_28 import CACHEABLE
+
+#: The requests whose complete results may be cached (those that carry cache hints on 2026-07-28).
+CACHEABLE_METHODS: Final = CACHEABLE
 
 #: One result larger than this (encoded JSON bytes) is never stored; also the store's budget.
 MAX_ENTRY_BYTES: Final = 16 * 1024 * 1024
