@@ -27,11 +27,13 @@ _EXPORTS = {
     "SUPPORTED_VERSIONS": "snodo.protocol.dialects",
     "Transport": "snodo.transports.base",
     "RequestOptions": "snodo.transports.base",
+    "ConnectOptions": "snodo.transports.base",
 }
 
 __all__ = [
     "SUPPORTED_VERSIONS",
     "Client",
+    "ConnectOptions",
     "HandlerError",
     "Http",
     "InputRequired",
@@ -58,6 +60,7 @@ if TYPE_CHECKING:
     from snodo.protocol.negotiation import Session as Session
     from snodo.protocol.results import InputRequired as InputRequired
     from snodo.protocol.results import Page as Page
+    from snodo.transports.base import ConnectOptions as ConnectOptions
     from snodo.transports.base import RequestOptions as RequestOptions
     from snodo.transports.base import Transport as Transport
     from snodo.transports.targets import Http as Http

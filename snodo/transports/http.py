@@ -169,6 +169,8 @@ class HttpTransport:
 
     #: The client filters tools with invalid x-mcp-header annotations and retries on -32020.
     tool_headers = True
+    #: close() sends the session's DELETE itself (the client does not call delete_session).
+    deletes_session_on_close = True
 
     def __init__(
         self,
@@ -193,6 +195,9 @@ class HttpTransport:
         self._provider = token_provider
         self._limit = max_response_bytes
         self._pool = _pool(verify, ca_certs, client_cert)
+        self._tls = (verify, ca_certs)
+        self._client_cert = client_cert
+        self._credential: tuple[str | None, str | None, str] | None = None
         self.session_id: str | None = None
         self._closed = False
 
@@ -263,6 +268,28 @@ class HttpTransport:
         if listener is not None:
             listener.join(LISTENER_STOP)
         self.delete_session()
+
+    # -- cache identity (hashed; see snodo.protocol.caching) -------------------------------------
+
+    def _cache_namespace(self) -> tuple[str, str]:
+        """Public results are shared by the same URL, non-credential headers and TLS options."""
+        from snodo.protocol import caching
+
+        return caching.http_namespace(self.url, self._user_headers, self._limit, self._tls)
+
+    def _cache_credential(self) -> str:
+        """The private partition: credential headers, the provider's token, client cert, session."""
+        token = self._token()
+        known = self._credential
+        if known is not None and known[0] == token and known[1] == self.session_id:
+            return known[2]
+        from snodo.protocol import caching
+
+        value = caching.http_credential(
+            self._user_headers, token, self._client_cert, self.session_id
+        )
+        self._credential = (token, self.session_id, value)
+        return value
 
     # -- internals -----------------------------------------------------------------------------
 
