@@ -82,6 +82,7 @@ class OAuthClient:
         authorize_timeout: float = 300.0,
         http_timeout: float = 10.0,
         max_step_ups: int = 3,
+        refresh_margin: float = EXPIRY_SKEW,
         verify: bool = True,
         ca_certs: str | None = None,
     ) -> None:
@@ -125,6 +126,7 @@ class OAuthClient:
         self.pending: Store = pending_store if pending_store is not None else MemoryStore()
         self.authorize_timeout = authorize_timeout
         self.max_step_ups = max_step_ups
+        self.refresh_margin = refresh_margin
         self._http = OAuthHttp(timeout=http_timeout, verify=verify, ca_certs=ca_certs)
         self._lock = threading.Lock()
         self._key: str | None = None  # the token store key in use
@@ -212,10 +214,9 @@ class OAuthClient:
         key = self._key
         return None if key is None else self.tokens.get(key)
 
-    @staticmethod
-    def _expiring(current: Mapping[str, Any]) -> bool:
+    def _expiring(self, current: Mapping[str, Any]) -> bool:
         expires = current.get("expires_at")
-        return isinstance(expires, (int, float)) and time.time() >= expires - EXPIRY_SKEW
+        return isinstance(expires, (int, float)) and time.time() >= expires - self.refresh_margin
 
     def _drop(self) -> None:
         if self._key is not None:
