@@ -16,6 +16,7 @@ import threading
 
 import pytest
 
+from snodo.auth import Challenge
 from snodo.oauth import discovery as d
 from snodo.oauth.errors import auth_error
 from snodo.oauth.jwts import access_token_hash, htu
@@ -201,3 +202,19 @@ def test_loopback_listener_wait_is_bounded() -> None:
     with LoopbackListener() as listener, pytest.raises(Exception) as caught:
         listener.wait(0.05)
     assert getattr(caught.value, "kind", None) == "authorization"
+
+
+def test_refusal_step() -> None:
+    nonce = Challenge("dpop", {"error": "use_dpop_nonce"})
+    scope = Challenge("bearer", {"error": "insufficient_scope", "scope": "a"})
+    expired = Challenge("bearer", {"error": "invalid_token"})
+    assert d.refusal_step(401, nonce, token="t") == "nonce"
+    assert d.refusal_step(401, expired, token="old", current="new", current_usable=True) == "reuse"
+    assert d.refusal_step(401, None, token=None, current="new", current_usable=True) == "reuse"
+    assert d.refusal_step(403, scope, token="t", current="t", current_usable=True) == "step-up"
+    assert (
+        d.refusal_step(401, expired, token="t", current="t", current_usable=True, can_refresh=True)
+        == "refresh"
+    )
+    assert d.refusal_step(401, expired, token="t", current="t", current_usable=True) == "authorize"
+    assert d.refusal_step(401, None, token=None) == "authorize"

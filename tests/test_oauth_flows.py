@@ -212,7 +212,7 @@ def test_metadata_with_another_issuer_is_not_used(browser: Browser) -> None:
 
 
 def test_authorize_wait_is_bounded() -> None:
-    with oauth_setup(runtime()) as (auth, rs):
+    with oauth_setup(runtime()) as (_auth, rs):
         oauth = OAuthClient(rs.url, authorize=lambda url: None, authorize_timeout=0.3)
         started = time.monotonic()
         with pytest.raises(snodo.McpError) as caught:
@@ -268,6 +268,24 @@ def test_refused_token_is_refreshed(browser: Browser) -> None:
             client.list_tools()
         assert auth.grants == ["authorization_code", "refresh_token"]
         assert (401, "invalid_token") in rs.refusals
+
+
+def test_a_new_authorization_server_gets_a_new_registration(browser: Browser) -> None:
+    with oauth_setup(runtime()) as (first, rs):
+        second = AuthServer()
+        try:
+            oauth = authorization_code(rs, browser)
+            with snodo.connect(snodo.Http(rs.url), token_provider=oauth, protocol=VERSION) as c:
+                c.list_tools()
+                rs.auth = second  # the PRM now names another authorization server
+                c.list_tools()
+            assert len(first.registrations) == len(second.registrations) == 1
+            old_id = first.authorize_requests[0]["client_id"]
+            assert all(r["client_id"] != old_id for r in second.authorize_requests)
+            assert "refresh_token" not in first.grants  # the old refresh token stayed home
+            assert second.grants == ["authorization_code"]
+        finally:
+            second.close()
 
 
 # -- grants without a user ----------------------------------------------------------------------

@@ -160,19 +160,25 @@ class OAuthClient:
         """A token for the request the server refused: the same one after a DPoP nonce
         challenge, a refreshed one after a 401, a re-authorized one with the union of scopes
         after a 403 ``insufficient_scope`` (at most ``max_step_ups`` times)."""
-        if challenge is not None and challenge.error == "use_dpop_nonce" and token is not None:
+        if d.refusal_step(status, challenge, token=token) == "nonce":
             return token
         with self._locked():
             current = self._current()
-            if (
-                current is not None
-                and current["access_token"] != token
-                and not self._expiring(current)
-            ):
+            step = d.refusal_step(
+                status,
+                challenge,
+                token=token,
+                current=None if current is None else str(current["access_token"]),
+                current_usable=current is not None and not self._expiring(current),
+                can_refresh=current is not None and bool(current.get("refresh_token")),
+            )
+            if step == "reuse":
+                assert current is not None
                 return str(current["access_token"])  # another caller already replaced it
-            if status == 403:
+            if step == "step-up":
                 return self._step_up(challenge)
-            if current is not None and token is not None and current.get("refresh_token"):
+            if step == "refresh" and not self._server_moved(challenge):
+                assert current is not None
                 try:
                     return self._refresh_grant(current)
                 except Exception as error:
@@ -221,6 +227,17 @@ class OAuthClient:
     def _drop(self) -> None:
         if self._key is not None:
             self.tokens.delete(self._key)
+
+    def _server_moved(self, challenge: Challenge | None) -> bool:
+        """True when the resource now names another authorization server than the one that
+        issued the current token (its refresh token must not go to the new one)."""
+        try:
+            prm = self._protected_resource(challenge)
+        except Exception:
+            return True
+        if prm is None:
+            return not self._context.get("legacy")
+        return self._choose_issuer(prm) != self._context.get("issuer")
 
     def _renew(self, current: dict[str, Any]) -> str | None:
         """An expiring token: refresh it, or obtain a new one without a user when possible."""

@@ -11,8 +11,10 @@ import base64
 import hashlib
 import secrets
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, Literal
 from urllib.parse import urlsplit, urlunsplit
+
+from snodo.auth import Challenge
 
 __all__ = [
     "LOOPBACK_HOSTS",
@@ -27,6 +29,7 @@ __all__ = [
     "origin",
     "pkce_supported",
     "prm_urls",
+    "refusal_step",
     "resource_allowed",
     "select_scopes",
     "token_auth_method",
@@ -239,3 +242,29 @@ def token_auth_method(as_metadata: Mapping[str, Any], *, has_secret: bool, has_k
     if has_key:
         return "private_key_jwt"
     return "none"
+
+
+RefusalStep = Literal["nonce", "reuse", "step-up", "refresh", "authorize"]
+
+
+def refusal_step(
+    status: int,
+    challenge: Challenge | None,
+    *,
+    token: str | None,
+    current: str | None = None,
+    current_usable: bool = False,
+    can_refresh: bool = False,
+) -> RefusalStep:
+    """What to do about a refused request (digest §1, §9; RFC 9449 §9): ``nonce`` (same token,
+    a new proof), ``reuse`` (another caller already replaced the refused token), ``step-up``
+    (403 ``insufficient_scope``), ``refresh`` (401 with a refresh token), else ``authorize``."""
+    if challenge is not None and challenge.error == "use_dpop_nonce" and token is not None:
+        return "nonce"
+    if current is not None and current != token and current_usable:
+        return "reuse"
+    if status == 403:
+        return "step-up"
+    if token is not None and current is not None and can_refresh:
+        return "refresh"
+    return "authorize"
