@@ -213,7 +213,8 @@ def test_metadata_with_another_issuer_is_not_used(browser: Browser) -> None:
 
 def test_authorize_wait_is_bounded() -> None:
     with oauth_setup(runtime()) as (_auth, rs):
-        oauth = OAuthClient(rs.url, authorize=lambda url: None, authorize_timeout=0.3)
+        # like webbrowser.open: True, and nobody ever comes back to the listener
+        oauth = OAuthClient(rs.url, authorize=lambda url: True, authorize_timeout=0.3)
         started = time.monotonic()
         with pytest.raises(snodo.McpError) as caught:
             call(rs.url, oauth)

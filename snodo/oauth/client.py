@@ -46,9 +46,9 @@ def _value(secret: Secret | None) -> str | None:
 class OAuthClient:
     """Obtains, refreshes and extends tokens for one MCP server (``resource``).
 
-    ``authorize(url)`` shows the authorization URL to the user (opens a browser); it returns
-    ``None`` and the loopback listener waits for the redirect, or returns the URL the
-    authorization server redirected to. ``grant`` chooses the flow: ``authorization_code``
+    ``authorize(url)`` shows the authorization URL to the user (``webbrowser.open`` will do);
+    unless it returns the URL the authorization server redirected to (a str), the loopback
+    listener waits for the redirect. ``grant`` chooses the flow: ``authorization_code``
     (default), ``client_credentials`` (``client_id`` with ``client_secret`` or
     ``private_key``), ``jwt_bearer`` (a workload ``assertion``) or ``enterprise``
     (``id_token`` exchanged at ``idp_token_endpoint`` for an ID-JAG). ``dpop`` is ``None``
@@ -59,7 +59,7 @@ class OAuthClient:
         self,
         resource: str,
         *,
-        authorize: Callable[[str], str | None] | None = None,
+        authorize: Callable[[str], object] | None = None,
         grant: Grant = "authorization_code",
         client_id: str | None = None,
         client_secret: Secret | None = None,
@@ -546,7 +546,7 @@ class OAuthClient:
         assert self._authorize is not None
         started = time.monotonic()
         answered = self._authorize(url)
-        if answered is None:
+        if not isinstance(answered, str):  # None, or webbrowser.open's bool
             if listener is None:
                 raise auth_error(
                     "authorization",
@@ -554,8 +554,6 @@ class OAuthClient:
                 )
             left = self.authorize_timeout - (time.monotonic() - started)
             answered = listener.wait(max(left, 0.0))
-        if not isinstance(answered, str):
-            raise auth_error("authorization", "authorize must return a URL or None")
         return dict(parse_qsl(urlsplit(answered).query, keep_blank_values=True))
 
     def _client_credentials(
