@@ -260,6 +260,28 @@ def test_fifty_callers_through_one_expiring_token_refresh_once(browser: Browser)
             assert len(auth.authorize_requests) == 1
 
 
+def test_concurrent_first_requests_share_one_authorization(browser: Browser) -> None:
+    with oauth_setup(runtime()) as (auth, rs):
+        oauth = authorization_code(rs, browser)
+        barrier = threading.Barrier(10, timeout=10.0)
+        failures: list[BaseException] = []
+
+        def worker() -> None:
+            barrier.wait()
+            try:
+                call(rs.url, oauth)
+            except BaseException as exc:  # pragma: no cover - reported below
+                failures.append(exc)
+
+        threads = [threading.Thread(target=worker) for _ in range(10)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30.0)
+        assert failures == []
+        assert len(auth.authorize_requests) == 1 and len(auth.registrations) == 1
+
+
 def test_refused_token_is_refreshed(browser: Browser) -> None:
     with oauth_setup(runtime()) as (auth, rs):
         oauth = authorization_code(rs, browser)
