@@ -148,6 +148,7 @@ class AuthServer(_Base):
         token_delay: float = 0.0,
         denied_scopes: tuple[str, ...] = (),
         iss_value: str | None = None,
+        deny: bool = False,
     ) -> None:
         self.key = ec.generate_private_key(ec.SECP256R1())
         self.token_lifetime = token_lifetime
@@ -165,6 +166,7 @@ class AuthServer(_Base):
         self.token_delay = token_delay
         self.denied_scopes = denied_scopes
         self.iss_value = iss_value
+        self.deny = deny
         self.clients: dict[str, Client] = {}
         self.trusted_assertion_keys: list[Any] = []  # workload / IdP keys for jwt-bearer
         self.codes: dict[str, dict[str, Any]] = {}
@@ -173,6 +175,7 @@ class AuthServer(_Base):
         self.authorize_requests: list[dict[str, str]] = []
         self.token_forms: list[dict[str, str]] = []
         self.registrations: list[dict[str, Any]] = []
+        self.metadata_requests: list[str] = []
         self.lock = threading.Lock()
         super().__init__()
 
@@ -214,9 +217,14 @@ class AuthServer(_Base):
     def handle(
         self, method: str, path: str, query: dict[str, str], headers: dict[str, str], body: bytes
     ) -> tuple[int, dict[str, str], bytes]:
+        full = path
         if not path.startswith(self.path):
+            if method == "GET":
+                self.metadata_requests.append(full)
             return _oauth_error(404, "not_found")
         path = path[len(self.path) :]
+        if method == "GET":
+            self.metadata_requests.append(full)
         if method == "GET" and path in (
             "/.well-known/oauth-authorization-server",
             "/.well-known/openid-configuration",
@@ -252,7 +260,7 @@ class AuthServer(_Base):
         code = secrets.token_urlsafe(16)
         with self.lock:
             self.codes[code] = dict(query)
-        params = {"code": code}
+        params = {"error": "access_denied"} if self.deny else {"code": code}
         if "state" in query:
             params["state"] = query["state"]
         if self.iss_supported:
@@ -530,8 +538,11 @@ class ResourceServer(_Base):
         scopes_supported: list[str] | None = None,
         rs_nonce: str | None = None,
         challenge_scope: str | None = None,
+        prm_in_challenge: bool = True,
     ) -> None:
         self.auth = auth
+        self.prm_in_challenge = prm_in_challenge
+        self.prm_requests: list[str] = []
         self.scopes = scopes
         self.scopes_supported = scopes_supported
         self.rs_nonce = rs_nonce
@@ -553,7 +564,7 @@ class ResourceServer(_Base):
     def _challenge(
         self, status: int, error: str | None, scheme: str = "Bearer"
     ) -> tuple[int, dict[str, str], bytes]:
-        params = [f'resource_metadata="{self.prm_url}"']
+        params = [f'resource_metadata="{self.prm_url}"'] if self.prm_in_challenge else []
         if self.challenge_scope:
             params.append(f'scope="{self.challenge_scope}"')
         if error:
@@ -569,6 +580,8 @@ class ResourceServer(_Base):
     def handle(
         self, method: str, path: str, query: dict[str, str], headers: dict[str, str], body: bytes
     ) -> tuple[int, dict[str, str], bytes]:
+        if method == "GET" and path.startswith("/.well-known/"):
+            self.prm_requests.append(path)
         if method == "GET" and path == "/.well-known/oauth-protected-resource/mcp":
             doc: dict[str, Any] = {
                 "resource": self.url,

@@ -10,6 +10,7 @@ requirement (50 callers through one expiring token: exactly one refresh).
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ from typing import Any
 
 import jwt
 import pytest
+import urllib3
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
@@ -100,6 +102,20 @@ def test_dynamic_registration_pkce_loopback_and_verified_tokens(
         assert code_form["resource"] == rs.url and len(code_form["code_verifier"]) >= 43
         assert rs.accepted  # the resource server verified the issued token
         assert jwt.decode(rs.accepted[0], auth.public_key(), algorithms=["ES256"], audience=rs.url)
+
+
+def test_well_known_discovery_order_without_a_header_and_an_issuer_with_a_path(
+    browser: Browser,
+) -> None:
+    with oauth_setup(runtime(), {"path": "/tenant1"}, prm_in_challenge=False) as (auth, rs):
+        call(rs.url, authorization_code(rs, browser))
+        assert rs.prm_requests[0] == "/.well-known/oauth-protected-resource/mcp"
+        assert auth.metadata_requests[:3] == [
+            "/.well-known/oauth-authorization-server/tenant1",
+            "/.well-known/openid-configuration/tenant1",
+            "/tenant1/.well-known/openid-configuration",
+        ]
+        assert auth.grants == ["authorization_code"]
 
 
 def test_pre_registered_client_secret_basic_and_post(browser: Browser) -> None:
@@ -201,6 +217,33 @@ def test_iss_mismatch_is_refused_before_the_token_request(browser: Browser) -> N
         assert caught.value.kind == "authorization"
         assert caught.value.cause[1] == "authorization response"
         assert not any(f["grant_type"] == "authorization_code" for f in auth.token_forms)
+
+
+def test_a_forged_state_is_refused() -> None:
+    def forging_browser(url: str) -> str:
+        http = urllib3.PoolManager()
+        try:
+            answer = http.request("GET", url, redirect=False, retries=False, timeout=10.0)
+        finally:
+            http.clear()
+        location = answer.headers["location"]
+        return re.sub(r"state=[^&]+", "state=forged", location)
+
+    with oauth_setup(runtime()) as (auth, rs):
+        oauth = OAuthClient(rs.url, authorize=forging_browser, authorize_timeout=10.0)
+        with pytest.raises(snodo.McpError) as caught:
+            call(rs.url, oauth)
+        assert caught.value.cause[1] == "authorization response"
+        assert auth.token_forms == []
+
+
+def test_a_denied_authorization_names_the_servers_error(browser: Browser) -> None:
+    with oauth_setup(runtime(), {"deny": True}) as (auth, rs):
+        with pytest.raises(snodo.McpError) as caught:
+            call(rs.url, authorization_code(rs, browser))
+        assert caught.value.kind == "authorization"
+        assert caught.value.cause == ("authorization", "authorization", "access_denied")
+        assert auth.token_forms == []
 
 
 def test_metadata_with_another_issuer_is_not_used(browser: Browser) -> None:
