@@ -19,8 +19,9 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 from snodo._log import get_logger
 from snodo.auth import Challenge
 from snodo.oauth import discovery as d
+from snodo.oauth import endpoints
 from snodo.oauth.errors import auth_error
-from snodo.oauth.http import AsResponse, OAuthHttp, basic_credentials
+from snodo.oauth.http import OAuthHttp
 from snodo.oauth.stores import MemoryStore, Store, token_key
 
 __all__ = ["Grant", "OAuthClient"]
@@ -30,9 +31,6 @@ _log = get_logger("snodo.oauth")
 Grant = Literal["authorization_code", "client_credentials", "jwt_bearer", "enterprise"]
 
 JWT_BEARER: Final = "urn:ietf:params:oauth:grant-type:jwt-bearer"
-TOKEN_EXCHANGE: Final = "urn:ietf:params:oauth:grant-type:token-exchange"
-ID_TOKEN_TYPE: Final = "urn:ietf:params:oauth:token-type:id_token"
-ID_JAG_TYPE: Final = "urn:ietf:params:oauth:token-type:id-jag"
 #: A token this close to its expiry (seconds) is refreshed before use.
 EXPIRY_SKEW: Final = 30.0
 
@@ -383,7 +381,7 @@ class OAuthClient:
         elif self._cimd is not None and metadata.get("client_id_metadata_document_supported"):
             client = {"client_id": self._cimd, "client_secret": None, "auth_method": "none"}
         elif metadata.get("registration_endpoint"):
-            client = self._register(metadata, redirect_uri)
+            client = endpoints.register(self._http, metadata, redirect_uri, self._client_name)
         else:
             raise auth_error(
                 "client registration",
@@ -401,61 +399,6 @@ class OAuthClient:
             self.registrations.put("snodo:preregistered-issuer", {"issuer": issuer})
             return True
         return bool(bound.get("issuer") == issuer)
-
-    def _register(self, metadata: Mapping[str, Any], redirect_uri: str | None) -> dict[str, Any]:
-        """Dynamic Client Registration (RFC 7591) as a native application."""
-        step = "client registration"
-        method = d.token_auth_method(metadata, has_secret=False, has_key=False)
-        supported = metadata.get("token_endpoint_auth_methods_supported")
-        if isinstance(supported, list) and supported and "none" not in supported:
-            method = str(
-                next(
-                    (m for m in ("client_secret_basic", "client_secret_post") if m in supported),
-                    supported[0],
-                )
-            )
-        document = {
-            "client_name": self._client_name,
-            "redirect_uris": [redirect_uri] if redirect_uri else [],
-            "grant_types": ["authorization_code", "refresh_token"],
-            "response_types": ["code"],
-            "token_endpoint_auth_method": method,
-            "application_type": "native",
-        }
-        answer = self._http.post_json(str(metadata["registration_endpoint"]), document, step)
-        body = answer.body
-        if answer.status not in (200, 201) or body is None or not body.get("client_id"):
-            raise auth_error(step, _refusal(answer), detail=_error_code(answer))
-        secret = body.get("client_secret")
-        chosen = body.get("token_endpoint_auth_method")
-        if not isinstance(chosen, str):
-            chosen = method if secret else "none"
-        return {
-            "client_id": str(body["client_id"]),
-            "client_secret": secret if isinstance(secret, str) else None,
-            "auth_method": chosen,
-        }
-
-    def _client_auth(
-        self, client: Mapping[str, Any], context: Mapping[str, Any], form: dict[str, str]
-    ) -> dict[str, str]:
-        """Add client authentication to a token request; the extra headers."""
-        method = client.get("auth_method", "none")
-        secret = client.get("client_secret")
-        if method == "private_key_jwt" and self._private_key is not None:
-            from snodo.oauth.jwts import ASSERTION_TYPE, client_assertion
-
-            form["client_assertion_type"] = ASSERTION_TYPE
-            form["client_assertion"] = client_assertion(
-                client["client_id"], context["issuer"], self._private_key, self._alg
-            )
-            return {}
-        if method == "client_secret_basic" and secret:
-            return {"Authorization": basic_credentials(client["client_id"], secret)}
-        form["client_id"] = client["client_id"]
-        if method == "client_secret_post" and secret:
-            form["client_secret"] = secret
-        return {}
 
     # -- grants --------------------------------------------------------------------------------
 
@@ -585,32 +528,18 @@ class OAuthClient:
     ) -> dict[str, Any]:
         """Enterprise-managed authorization: exchange the IdP ID token for an ID-JAG (RFC 8693),
         then present it with the JWT-bearer grant."""
-        step = "token exchange"
-        form = {
-            "grant_type": TOKEN_EXCHANGE,
-            "subject_token": _value(self._id_token) or "",
-            "subject_token_type": ID_TOKEN_TYPE,
-            "requested_token_type": ID_JAG_TYPE,
-            "audience": context["issuer"],
-            "resource": context["resource"],
-        }
-        if scopes:
-            form["scope"] = " ".join(scopes)
-        headers: dict[str, str] = {}
-        idp_secret = _value(self._idp_client_secret)
-        if self._idp_client_id is not None:
-            if idp_secret:
-                headers["Authorization"] = basic_credentials(self._idp_client_id, idp_secret)
-            else:
-                form["client_id"] = self._idp_client_id
         assert self._idp_token_endpoint is not None
-        answer = self._http.post_form(self._idp_token_endpoint, form, step, headers)
-        body = answer.body
-        if answer.status != 200 or body is None or not isinstance(body.get("access_token"), str):
-            raise auth_error(step, _refusal(answer), detail=_error_code(answer))
-        if body.get("issued_token_type", ID_JAG_TYPE) != ID_JAG_TYPE:
-            raise auth_error(step, "the identity provider did not issue an ID-JAG")
-        return self._jwt_bearer(context, scopes, body["access_token"])
+        id_jag = endpoints.exchange_for_id_jag(
+            self._http,
+            self._idp_token_endpoint,
+            _value(self._id_token) or "",
+            audience=context["issuer"],
+            resource=context["resource"],
+            scopes=scopes,
+            idp_client_id=self._idp_client_id,
+            idp_client_secret=_value(self._idp_client_secret),
+        )
+        return self._jwt_bearer(context, scopes, id_jag)
 
     def _refresh_grant(self, current: dict[str, Any]) -> str:
         """Refresh (single-flight: callers hold the lock); a rotated refresh token replaces
@@ -638,7 +567,9 @@ class OAuthClient:
         form: dict[str, str],
         step: str,
     ) -> dict[str, Any]:
-        headers = self._client_auth(client, context, form)
+        headers = endpoints.client_auth(
+            client, context["issuer"], form, private_key=self._private_key, algorithm=self._alg
+        )
         answer = self._post_token(context, form, headers, step)
         answer["client_id"] = client.get("client_id")
         return answer
@@ -654,33 +585,7 @@ class OAuthClient:
         if not isinstance(endpoint, str):
             raise auth_error("authorization server metadata", "no token_endpoint")
         self.token_requests += 1
-        answer = self._post_once(endpoint, form, headers, step)
-        if (
-            self._dpop is not None
-            and answer.status in (400, 401)
-            and _error_code(answer) == "use_dpop_nonce"
-            and "dpop-nonce" in answer.headers
-        ):
-            answer = self._post_once(endpoint, form, headers, step)  # with the server's nonce
-        body = answer.body
-        if answer.status != 200 or body is None:
-            raise auth_error(step, _refusal(answer), detail=_error_code(answer))
-        token = body.get("access_token")
-        if not isinstance(token, str) or not token:
-            raise auth_error(step, "the answer carries no access_token")
-        return dict(body)
-
-    def _post_once(
-        self, endpoint: str, form: dict[str, str], headers: dict[str, str], step: str
-    ) -> AsResponse:
-        all_headers = dict(headers)
-        if self._dpop is not None:
-            all_headers["DPoP"] = self._dpop.proof("POST", endpoint)
-        answer = self._http.post_form(endpoint, form, step, all_headers)
-        nonce = answer.headers.get("dpop-nonce")
-        if nonce and self._dpop is not None:
-            self._dpop.note_nonce(endpoint, nonce)
-        return answer
+        return endpoints.post_token(self._http, endpoint, form, headers, step, self._dpop)
 
     def _keep(self, context: Mapping[str, Any], answer: dict[str, Any]) -> str:
         """Store a token answer under (issuer, client, resource); the access token."""
@@ -727,15 +632,3 @@ class _Bounded:
 
     def __exit__(self, *exc: object) -> None:
         self._lock.release()
-
-
-def _error_code(answer: AsResponse) -> str | None:
-    code = (answer.body or {}).get("error")
-    return code if isinstance(code, str) else None
-
-
-def _refusal(answer: AsResponse) -> str:
-    """Why an authorization server answer is unusable: status and OAuth error code only (its
-    description may echo what we sent)."""
-    code = _error_code(answer)
-    return f"HTTP {answer.status}" + (f" ({code})" if code else "")
