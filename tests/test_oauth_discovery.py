@@ -218,3 +218,20 @@ def test_refusal_step() -> None:
     )
     assert d.refusal_step(401, expired, token="t", current="t", current_usable=True) == "authorize"
     assert d.refusal_step(401, None, token=None) == "authorize"
+
+
+def test_import_snodo_loads_neither_oauth_nor_jwt() -> None:
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, snodo\n"
+        "before = 'snodo.oauth' in sys.modules\n"
+        "snodo.oauth.OAuthClient\n"
+        "print(before, 'jwt' in sys.modules, 'cryptography' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=30, env=os.environ
+    )
+    assert out.stdout.split() == ["False", "False", "False"], out.stderr
