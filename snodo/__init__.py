@@ -68,6 +68,10 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> Any:
+    if name == "oauth":  # the subpackage, loaded on first use
+        import importlib
+
+        return importlib.import_module("snodo.oauth")
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'snodo' has no attribute {name!r}")

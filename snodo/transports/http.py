@@ -402,6 +402,10 @@ class HttpTransport:
         if token is not None:
             token = check_token(token)
         response, deadline = self._attempt(method, body, headers, token, timeout, stream)
+        if response.status == 401 and _nonce_challenge(self._challenge(response)):
+            # a DPoP nonce the server just issued (RFC 9449 §9): one more proof, same token
+            _discard(response)
+            response, deadline = self._attempt(method, body, headers, token, timeout, stream)
         if response.status in (401, 403):
             second = self._challenge(response)
             status = response.status
@@ -440,7 +444,11 @@ class HttpTransport:
         if body is not None:
             all_headers["Content-Type"] = "application/json"
         if token is not None:
-            all_headers["Authorization"] = f"Bearer {token}"
+            custom = getattr(self._provider, "request_headers", None)
+            if custom is None:
+                all_headers["Authorization"] = f"Bearer {token}"
+            else:  # a DPoP-bound token: its scheme and a fresh proof per request (RFC 9449)
+                all_headers.update(custom(method, self.url, token))
         deadline = None if timeout is None else time.monotonic() + timeout
         attempt = _Attempt()
         timer = None
@@ -469,6 +477,10 @@ class HttpTransport:
             _attempts.current = None
             if timer is not None:
                 timer.cancel()
+        nonce = response.headers.get("dpop-nonce")
+        note_nonce = getattr(self._provider, "dpop_nonce", None)
+        if nonce is not None and note_nonce is not None:
+            note_nonce(self.url, nonce)
         head = sum(len(name) + len(value) + 4 for name, value in response.headers.items())
         length = response.headers.get("content-length")
         if head > self._limit or (
@@ -785,3 +797,8 @@ def _discard(response: Any) -> None:
         response.close()
     except Exception:
         pass
+
+
+def _nonce_challenge(challenge: Challenge | None) -> bool:
+    """True for a DPoP ``use_dpop_nonce`` challenge (RFC 9449 §9)."""
+    return challenge is not None and challenge.error == "use_dpop_nonce"
