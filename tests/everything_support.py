@@ -25,7 +25,6 @@ from typing import Any
 
 import pytest
 
-from tests import stdio_support as support
 from tests.stdio_support import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -209,50 +208,3 @@ def tcp_listeners(port: int) -> list[str]:
             if int(hex_port, 16) == port and fields[3] == "0A":  # 0A: TCP_LISTEN
                 found.append(address)
     return found
-
-
-# -- leaks -----------------------------------------------------------------------------------
-
-
-def pooled_sockets() -> set[str]:
-    """The sockets (as /proc/self/fd names them) of the idle keep-alive connections in snodo's
-    process-wide HTTP pool (docs/decisions/0013): shared by every client, kept after close()."""
-    from snodo.transports import http as snodo_http
-
-    found = set()
-    with snodo_http._pools_lock:
-        managers = list(snodo_http._pools.values())
-    for manager in managers:
-        for key in list(manager.pools.keys()):
-            pool = manager.pools.get(key)
-            if pool is None or pool.pool is None:
-                continue
-            for connection in list(pool.pool.queue):
-                sock = getattr(connection, "sock", None)
-                if sock is not None and sock.fileno() >= 0:
-                    with contextlib.suppress(OSError):
-                        found.add(os.readlink(f"/proc/self/fd/{sock.fileno()}"))
-    return found
-
-
-@contextlib.contextmanager
-def no_leaks(deadline: float = support.LEAK_DEADLINE) -> Iterator[None]:
-    """Fail when the block leaves a child process (or zombie) or a file descriptor behind,
-    other than an idle keep-alive socket of snodo's HTTP pool."""
-    fds = support.open_fds()
-    kids = support.children()
-    yield
-
-    def settled() -> bool:
-        new_fds = {fd: name for fd, name in support.open_fds().items() if fds.get(fd) != name}
-        leaked = set(new_fds.values()) - pooled_sockets()
-        return not (support.children() - kids) and not leaked
-
-    try:
-        wait_until(settled, timeout=deadline, interval=0.02)
-    except AssertionError:
-        new_fds = {fd: name for fd, name in support.open_fds().items() if fds.get(fd) != name}
-        raise AssertionError(
-            f"leaked: child processes {support.children() - kids}, file descriptors "
-            f"{new_fds} (pooled keep-alive sockets: {pooled_sockets()})"
-        ) from None

@@ -129,7 +129,7 @@ def _warm() -> None:
 def _no_leaks() -> Iterator[None]:
     """No child process (zombies included) or file descriptor outlives a test (except the idle
     keep-alive sockets of snodo's process-wide HTTP pool, see docs/decisions/0013)."""
-    with everything.no_leaks():
+    with support.no_leaks(pooled=True):
         yield
 
 
