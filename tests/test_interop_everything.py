@@ -34,6 +34,8 @@ import pytest
 import snodo
 from tests import everything_support as everything
 from tests import stdio_support as support
+from tests.http_fault_server import TeeProxy
+from tests.wire_schema import check_client_message
 
 SERVER_NAME = "mcp-servers/everything"
 MODERN = "2026-07-28"
@@ -84,6 +86,11 @@ class Case:
     protocol: str | Sequence[str] | None
     expected: str
 
+    @property
+    def probes(self) -> bool:
+        """Allowed versions from both eras: snodo probes with server/discover first."""
+        return not isinstance(self.protocol, str)
+
 
 CASES = [
     Case("stdio-pinned-2025-11-25", "stdio", "2025-11-25", "2025-11-25"),
@@ -99,6 +106,8 @@ CASES = [
         "2025-06-18",
     ),
 ]
+STDIO_CASES = [c for c in CASES if c.transport == "stdio"]
+HTTP_CASES = [c for c in CASES if c.transport == "http"]
 
 
 # -- the server ------------------------------------------------------------------------------
@@ -628,11 +637,103 @@ def test_roots_are_answered_by_the_roots_handler(client: snodo.Client, handlers:
     assert handlers.answered["roots"] >= 1  # asked once per connection, maybe in an earlier test
 
 
+# -- what snodo sends ---------------------------------------------------------------------------
+
+
+def exercise(client: snodo.Client, handlers: Handlers) -> None:
+    """One of everything: lists, a call with progress, resources, a prompt, completion and the
+    four interactive tools (so the answers to server requests are on the wire too)."""
+    client.list_tools()
+    client.list_resources()
+    client.list_resource_templates()
+    client.list_prompts()
+    seen: list[dict[str, Any]] = []
+    client.call_tool(
+        "trigger-long-running-operation", {"duration": 0.1, "steps": 2}, progress=seen.append
+    )
+    assert [p["progress"] for p in seen] == [1, 2]
+    client.read_resource("demo://resource/dynamic/blob/1")
+    client.get_prompt("args-prompt", {"city": "Oslo"})
+    client.request(
+        "completion/complete",
+        {
+            "ref": {"type": "ref/prompt", "name": "completable-prompt"},
+            "argument": {"name": "department", "value": "E"},
+        },
+    )
+    client.call_tool("trigger-elicitation-request", {})
+    client.call_tool("trigger-url-elicitation", {"url": "https://example.com/x"})
+    client.call_tool("trigger-sampling-request", {"prompt": "p"})
+    assert texts(client.call_tool("get-roots-list", {}))[0].startswith("Current MCP Roots (2")
+    assert {kind for kind, _ in handlers.seen} == {"form", "url", "sampling", "roots"}
+
+
+@pytest.mark.parametrize("case", STDIO_CASES, ids=[c.id for c in STDIO_CASES])
+def test_every_message_sent_over_stdio_is_valid_for_its_version(
+    case: Case, node: str, tmp_path: Path
+) -> None:
+    """Wire: every line snodo writes to server-everything (logged by a tee in front of it) is
+    valid against the schema.json of the version it was sent on, the probe included."""
+    log = tmp_path / "wire.jsonl"
+    handlers = Handlers()
+    tee = support.SERVERS / "scripted_tee.py"
+    with snodo.connect(
+        snodo.Stdio(support.PYTHON, [str(tee), str(log), node, str(everything.ENTRY), "stdio"]),
+        protocol=case.protocol,
+        input_handlers=handlers.as_option(),
+        timeout=30.0,
+    ) as client:
+        assert client.version == case.expected
+        exercise(client, handlers)
+    methods = [m.get("method", "response") for m in support.check_wire(log, case.expected)]
+    assert methods.count("initialize") == 1
+    assert ("server/discover" in methods) == case.probes
+    assert "response" in methods
+
+
+@pytest.mark.parametrize("case", HTTP_CASES, ids=[c.id for c in HTTP_CASES])
+def test_every_message_sent_over_http_is_valid_for_its_version(
+    case: Case, http_server: everything.HttpServer
+) -> None:
+    """Wire: every JSON-RPC message snodo POSTs to server-everything (seen by a recording proxy
+    in front of it) is valid against its version's schema.json, and every request after
+    initialize carries the session id and the negotiated MCP-Protocol-Version."""
+    handlers = Handlers()
+    with TeeProxy(("127.0.0.1", http_server.port)) as proxy:
+        with snodo.connect(
+            snodo.Http(proxy.url),
+            protocol=case.protocol,
+            input_handlers=handlers.as_option(),
+            timeout=30.0,
+        ) as client:
+            exercise(client, handlers)
+            session = client.session
+            assert session is not None
+        posts = [r for r in proxy.received() if r.method == "POST"]
+    kinds: list[str] = []
+    for request in posts:
+        message = request.message
+        assert isinstance(message, dict), request
+        method = message.get("method")
+        kinds.append(method or "response")
+        if method == "initialize":
+            check_client_message(message["params"]["protocolVersion"], message)
+            continue
+        if method == "server/discover":
+            check_client_message(MODERN, message)
+            continue
+        if method is None:
+            support.check_response(case.expected, message)
+        else:
+            check_client_message(case.expected, message)
+        assert request.header("mcp-session-id") == session.session_id
+        assert request.header("mcp-protocol-version") == case.expected
+    assert kinds.count("initialize") == 1
+    assert ("server/discover" in kinds) == case.probes
+    assert kinds.count("response") >= 3  # form, url, sampling (roots may come on the GET stream)
+
+
 # -- closing -----------------------------------------------------------------------------------
-
-
-STDIO_CASES = [c for c in CASES if c.transport == "stdio"]
-HTTP_CASES = [c for c in CASES if c.transport == "http"]
 
 
 def descendants(pid: int) -> set[int]:
