@@ -375,6 +375,34 @@ def test_tools_return_text_structured_and_image_content(client: snodo.Client) ->
     assert base64.b64decode(block["data"]).startswith(PNG_SIGNATURE)
 
 
+def test_tools_return_embedded_resources_links_and_annotations(client: snodo.Client) -> None:
+    """Calls: content blocks other than text pass through as the server sent them: an
+    embedded resource, resource links (readable with read_resource), annotations."""
+    reference = client.call_tool(
+        "get-resource-reference", {"resourceType": "Text", "resourceId": 4}
+    )
+    assert isinstance(reference, dict)
+    embedded = reference["content"][1]
+    assert embedded["type"] == "resource"
+    assert embedded["resource"]["uri"] == "demo://resource/dynamic/text/4"
+    assert embedded["resource"]["text"].startswith("Resource 4: ")
+    links = client.call_tool("get-resource-links", {"count": 2})
+    assert isinstance(links, dict)
+    linked = [block for block in links["content"] if block["type"] == "resource_link"]
+    assert [block["uri"] for block in linked] == [
+        "demo://resource/dynamic/blob/1",
+        "demo://resource/dynamic/text/2",
+    ]
+    read = client.read_resource(linked[1]["uri"])
+    assert isinstance(read, dict)
+    assert read["contents"][0]["text"].startswith("Resource 2: ")
+    annotated = client.call_tool("get-annotated-message", {"messageType": "error"})
+    assert isinstance(annotated, dict)
+    (block,) = annotated["content"]
+    assert block["text"] == "Error: Operation failed"
+    assert block["annotations"] == {"audience": ["user", "assistant"], "priority": 1}
+
+
 def test_tool_errors_are_results_not_exceptions(client: snodo.Client) -> None:
     """Calls: the TypeScript SDK reports an unknown tool and invalid arguments as results with
     isError true; snodo returns them as results (not McpError) and the connection stays up."""
