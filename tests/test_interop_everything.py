@@ -6,16 +6,20 @@ session when missing (tests/everything_support.py); without node and npm these t
 message saying so. server-everything speaks the initialize era only (its SDK's newest version is
 2025-11-25): every case pins 2025-11-25 or 2025-06-18, or negotiates — the ``server/discover``
 probe is refused and snodo falls back to ``initialize`` (on stdio by starting the server again).
-A 2026-07-28 pin gets a clean McpError.
+A 2026-07-28 pin is refused over HTTP; the stdio server answers it without initialize.
 
-Every case runs every check: lists, tools (echo, sum, structured content, an image), progress,
-text and binary resources, prompts with arguments, completion, and the interactive tools the
-server registers once the client declares the matching capability (form and URL elicitation,
-sampling, roots), answered by snodo's input handlers. The HTTP server runs once for the module
-under a preload that binds it to 127.0.0.1 (tests/interop/bind-localhost.cjs), which a test
-checks. Besides the conftest's thread/actor check, every test checks that no child process
-(zombies included) or file descriptor outlives it; the close tests check that close() itself
-ends the server (also when it runs under npx, two processes down) or its HTTP session.
+Every case runs every check: lists, tools (echo, sum, structured content, an image, embedded
+resources, links, annotations), progress, text and binary resources, prompts with arguments,
+completion, and the interactive tools the server registers once the client declares the matching
+capability (form and URL elicitation, sampling, roots), answered by snodo's input handlers; and
+every message snodo sends is validated against its version's schema (a tee on stdio, a recording
+proxy on HTTP). The checks that only use a connection share one client per case (see
+docs/decisions/0016). The HTTP server runs once for the module under a preload that binds it to
+127.0.0.1 (tests/interop/bind-localhost.cjs), which a test checks. Besides the conftest's
+thread/actor check, every test checks that no child process (zombies included) or file
+descriptor outlives it (the idle keep-alive sockets of snodo's shared HTTP pool aside); the close
+tests check that close() itself ends the server (also under npx, two processes down) or its HTTP
+session.
 """
 
 from __future__ import annotations

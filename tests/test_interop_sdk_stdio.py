@@ -13,9 +13,11 @@ interactive tools use the SDK's resolvers: on 2026-07-28 they answer ``input_req
 input handlers answer the rounds; on the initialize era the SDK sends ``elicitation/create``,
 ``sampling/createMessage`` and ``roots/list`` mid-call and the same handlers answer them.
 
-Besides the conftest's thread/actor leak check, every test here checks that no child process
-(zombies included) or file descriptor outlives it, and test_close_ends_the_server_process checks
-that close() itself ends and reaps the server.
+The checks that only use a connection share one client per case for the module (a server start
+per test dominated the run time); the tests about opening, closing or handlers of their own open
+their own. Besides the conftest's thread/actor leak check, every test here checks that no child
+process (zombies included) or file descriptor outlives it, and test_close_ends_the_server_process
+checks that close() itself ends and reaps the server.
 """
 
 from __future__ import annotations
