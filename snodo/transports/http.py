@@ -41,6 +41,9 @@ DEFAULT_RETRY_MS = 1000
 #: The standalone GET stream: connect timeout, and how long close() waits for its reader.
 LISTENER_CONNECT = 30.0
 LISTENER_STOP = 2.0
+#: How long notifications/initialized waits for the GET stream to open (or be refused), so that
+#: a server request sent there after connect() returns is not lost (docs/decisions/0013).
+LISTENER_SETTLE = 5.0
 #: Connections kept per host in the shared pool (concurrent requests beyond it open and close).
 POOL_MAXSIZE = 32
 
@@ -188,6 +191,7 @@ class HttpTransport:
         self._server_requests = on_server_request
         self._listener: Task | None = None
         self._listening: Any = None  # the standalone GET stream's response, while open
+        self._listener_settled = threading.Event()  # its first GET was answered, or failed
         self.url = target.url
         self._user_headers = check_user_headers(
             dict(headers or {}), token_provider=token_provider is not None
@@ -238,6 +242,8 @@ class HttpTransport:
             self._listener = Task(
                 lambda: self._listen(options.dialect), f"snodo-http-get-{self.session_id[:8]}"
             )
+            settle = LISTENER_SETTLE if options.timeout is None else options.timeout
+            self._listener_settled.wait(min(settle, LISTENER_SETTLE))
 
     def delete_session(self, timeout: float | None = None) -> None:
         """End the initialize-era session with DELETE (its outcome is ignored; 405 is fine)."""
@@ -299,6 +305,12 @@ class HttpTransport:
         """The standalone GET stream of an initialize-era session: requests and notifications
         a server sends only there (405: the server has none). Broken streams are resumed with
         Last-Event-ID after the server's retry delay; it ends with close()."""
+        try:
+            self._listen_until_closed(dialect)
+        finally:
+            self._listener_settled.set()
+
+    def _listen_until_closed(self, dialect: Any) -> None:
         options = RequestOptions(
             dialect=dialect, timeout=LISTENER_CONNECT, on_server_request=self._server_requests
         )
@@ -317,10 +329,12 @@ class HttpTransport:
             try:
                 response, _ = self._send("GET", None, headers, LISTENER_CONNECT, stream=True)
             except McpError as error:
+                self._listener_settled.set()
                 _log.info("standalone stream unavailable", url=self.url, error=error.message)
                 failures += 1
                 threading.Event().wait(retry_ms / 1000.0)
                 continue
+            self._listener_settled.set()
             content_type = (response.headers.get("content-type") or "").split(";")[0].strip()
             if response.status != 200 or content_type != "text/event-stream":
                 _log.debug("no standalone stream", url=self.url, status=response.status)
