@@ -192,8 +192,7 @@ class StdioTransport:
                 self._cancel(request_id, "The client stopped waiting")
                 raise
         finally:
-            with self._lock:
-                self._pending.pop(request_id, None)
+            self._pending.pop(request_id, None)  # atomic; the lock orders only _lost with it
 
     def notify(self, message: dict[str, Any], options: RequestOptions) -> None:
         """Write a notification."""
@@ -269,28 +268,31 @@ class StdioTransport:
     def _write(self, message: dict[str, Any], deadline: float) -> None:
         """Write one message by ``deadline``; ``TimeoutError`` if it could not even start.
 
-        Concurrent writers combine: whoever holds the write lock writes every queued message in
-        one system call. A message cut off half-way (or a combined write that failed) leaves the
-        stream unusable: the connection is lost (-32000) and every pending request fails.
+        Concurrent writers combine: whoever holds the write lock writes every queued message,
+        in one system call per batch, and lets go only when the outbox is empty (checked under
+        the outbox lock), so a writer that finds the lock held leaves its message to the holder
+        and returns at once. A message cut off half-way (or a combined write that failed) leaves
+        the stream unusable: the connection is lost (-32000) and every pending request fails.
         """
         data = jsonrpc.encode_line(message)
         with self._outbox_lock:
             self._outbox.append(data)
-        if not self._write_lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
-            with self._outbox_lock:
-                if any(item is data for item in self._outbox):
-                    self._outbox = [item for item in self._outbox if item is not data]
-                    raise TimeoutError("waiting to write")
-            return  # another writer sent it meanwhile
+            if not self._write_lock.acquire(blocking=False):
+                return  # the holder sends it before it lets go
+        held = True
+        batch: list[bytes] = []
         try:
-            with self._outbox_lock:
-                batch, self._outbox = self._outbox, []
-            if self._write_closed:
-                raise errors.connection_error("Connection closed", cause=("closed",))
-            if not batch:
-                return  # another writer sent ours
-            payload = batch[0] if len(batch) == 1 else b"".join(batch)
-            process.write_all(self._child.stdin, payload, deadline)
+            while True:
+                with self._outbox_lock:
+                    batch, self._outbox = self._outbox, []
+                    if not batch:
+                        held = False
+                        self._write_lock.release()
+                        return
+                if self._write_closed:
+                    raise errors.connection_error("Connection closed", cause=("closed",))
+                payload = batch[0] if len(batch) == 1 else b"".join(batch)
+                process.write_all(self._child.stdin, payload, deadline)
         except BrokenPipeError:
             # Usually the server has exited and the hub has not seen it yet: report the exit.
             status = process.wait_exit(self._child, EXIT_WAIT)
@@ -321,7 +323,8 @@ class StdioTransport:
                 )
             ) from None
         finally:
-            self._write_lock.release()
+            if held:
+                self._write_lock.release()
 
     def _await(
         self, request_id: Any, call: _Call, options: RequestOptions, started: float
@@ -371,9 +374,9 @@ class StdioTransport:
         )
         try:
             while True:
-                try:
+                if not call.inbox.empty():
                     kind, value = call.inbox.get_nowait()
-                except queue.Empty:
+                else:
                     remaining = None
                     if deadline is not None:
                         limit = deadline if cap is None else min(deadline, cap)
@@ -389,8 +392,9 @@ class StdioTransport:
                     except queue.Empty:
                         continue  # the loop turns the deadline into the timeout error
                     finally:
-                        with self._lock:
-                            self._followers.discard(call)
+                        if call in self._followers:  # only this caller adds it
+                            with self._lock:
+                                self._followers.discard(call)
                 if kind == "lead":
                     continue  # handed the reader role: the loop reads
                 if self._reader is call:
@@ -423,10 +427,9 @@ class StdioTransport:
 
     def _leave(self, call: _Call) -> None:
         """``call`` stops waiting: it is no follower, and gives the role up if it holds it."""
-        with self._lock:
-            self._followers.discard(call)
-            holding = self._reader is call
-        if holding:
+        # Only a follower can be handed the role, and a caller is a follower only while it
+        # blocks on its inbox (it leaves the set under the lock when it wakes): no lock needed.
+        if self._reader is call:
             self._release_reader()
 
     def _read_leading(self, call: _Call, remaining: float | None) -> None:
@@ -570,6 +573,8 @@ class StdioTransport:
     def _on_response(self, request_id: Any, message: dict[str, Any]) -> None:
         with self._lock:
             call = self._pending.pop(request_id, None)
+            if call is not None:
+                self._followers.discard(call)
         if call is None:
             _log.info("dropped a response to an unknown id", connection=self.name, id=request_id)
             return
