@@ -12,8 +12,8 @@ and server script of this directory, and everything that imports ``http.client``
 Clients (each measurement in a fresh subprocess):
 
 * snodo: ``snodo.connect(snodo.Http(url), protocol=...)``; the 16 concurrent callers are 16
-  threads sharing the one client (snodo's process-wide urllib3 pool keeps a keep-alive connection
-  per concurrent request).
+  threads sharing the one client (snodo's process-wide HTTP/1.1 pool, ``http_wire``, keeps a
+  keep-alive connection per concurrent request).
 * mcp 2.3.0 (the official Python SDK): ``mcp.Client(url, mode=...)`` inside ``anyio.run`` with its
   default HTTP client (one ``httpx2.AsyncClient`` per ``Client``), ``mode="2026-07-28"`` and
   ``mode="legacy"`` (2025-11-25); the 16 concurrent callers are 16 anyio tasks on the one session.
@@ -661,7 +661,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("Streamable HTTP tools/call round trips: snodo versus the official SDK client")
     print(f"machine: {machine()}")
     print(
-        f"snodo {version_of('snodo')}, mcp {version_of('mcp')}, urllib3 {version_of('urllib3')}, "
+        f"snodo {version_of('snodo')} (own HTTP/1.1 client), mcp {version_of('mcp')}, "
         f"httpx2 {version_of('httpx2')}, uvicorn {version_of('uvicorn')}"
     )
     print(

@@ -1,4 +1,4 @@
-"""The Streamable HTTP transport: one POST per message on a shared keep-alive urllib3 pool.
+"""The Streamable HTTP transport: one POST per message on a shared keep-alive connection pool.
 
 Requests run in the calling thread. A JSON answer is read whole (within ``max_response_bytes``);
 an event-stream answer is read as it arrives with ``read1()``: progress is delivered as it comes,
@@ -6,18 +6,16 @@ initialize-era server requests are answered by the input handlers in the calling
 POSTed back, and the call returns at the event that carries its response. A timeout shuts the
 response down, which the server treats as cancellation. Headers come from the dialect's policy
 (``snodo.protocol.headers``); bearer tokens from an optional ``TokenProvider`` (``snodo.auth``).
+The HTTP/1.1 client itself is ``snodo.transports.http_wire`` (docs/decisions/0024).
 """
 
 from __future__ import annotations
 
-import http.client
 import socket
 import threading
 import time
 from collections.abc import Mapping
 from typing import Any
-
-import urllib3
 
 from snodo._log import get_logger
 from snodo._tasks import Task
@@ -26,7 +24,9 @@ from snodo.protocol import errors, jsonrpc
 from snodo.protocol.errors import McpError
 from snodo.protocol.headers import check_user_headers, filter_tools, mcp_headers
 from snodo.protocol.sse import EventTooLarge, SseParser
+from snodo.transports import http_wire
 from snodo.transports.base import RequestOptions, ServerRequestHandler
+from snodo.transports.http_wire import WireError
 from snodo.transports.targets import Http
 
 _log = get_logger("snodo.transports.http")
@@ -45,19 +45,7 @@ LISTENER_STOP = 2.0
 #: a server request sent there after connect() returns is not lost (docs/decisions/0013).
 LISTENER_SETTLE = 5.0
 #: Connections kept per host in the shared pool (concurrent requests beyond it open and close).
-POOL_MAXSIZE = 32
-
-
-class _InterimSkippingResponse(http.client.HTTPResponse):
-    """Skips every interim 1xx response (http.client itself skips only 100 Continue)."""
-
-    def _read_status(self) -> tuple[str, int, str]:
-        while True:
-            version, status, reason = super()._read_status()  # type: ignore[misc]
-            if 102 <= status < 200:
-                http.client._read_headers(self.fp)  # type: ignore[attr-defined]
-                continue
-            return version, status, reason
+POOL_MAXSIZE = http_wire.MAX_IDLE
 
 
 class _Attempt:
@@ -69,6 +57,12 @@ class _Attempt:
         self.sock: Any = None
         self.fired = False
 
+    def lend(self, sock: Any) -> None:
+        """The socket the request goes out on (cut at the deadline)."""
+        self.sock = sock
+        if self.fired:
+            self.cut()
+
     def cut(self) -> None:
         self.fired = True
         sock = self.sock
@@ -79,64 +73,12 @@ class _Attempt:
                 pass
 
 
-_attempts = threading.local()
-
-
-class _Watched:
-    """Connection mixin: skips interim responses and lends its socket to the attempt's deadline."""
-
-    response_class: type[http.client.HTTPResponse] = _InterimSkippingResponse
-    sock: Any
-
-    def getresponse(self) -> Any:
-        attempt: _Attempt | None = getattr(_attempts, "current", None)
-        if attempt is not None:
-            attempt.sock = self.sock
-        return super().getresponse()  # type: ignore[misc]
-
-
-class _Connection(_Watched, urllib3.connection.HTTPConnection):
-    pass
-
-
-class _TlsConnection(_Watched, urllib3.connection.HTTPSConnection):
-    pass
-
-
-class _Pool(urllib3.HTTPConnectionPool):
-    ConnectionCls = _Connection
-
-
-class _TlsPool(urllib3.HTTPSConnectionPool):
-    ConnectionCls = _TlsConnection
-
-
-_pools: dict[tuple[Any, ...], urllib3.PoolManager] = {}
-_pools_lock = threading.Lock()
-
-
-def _pool(verify: bool, ca_certs: str | None, client_cert: Any) -> urllib3.PoolManager:
+def _pool(verify: bool, ca_certs: str | None, client_cert: Any) -> http_wire.WirePool:
     """The process-wide keep-alive pool for one TLS configuration."""
     cert_file, key_file = (
         (client_cert, None) if isinstance(client_cert, str) else (client_cert or (None, None))
     )
-    key = (verify, ca_certs, cert_file, key_file)
-    with _pools_lock:
-        pool = _pools.get(key)
-        if pool is None:
-            pool = urllib3.PoolManager(
-                num_pools=64,
-                maxsize=POOL_MAXSIZE,
-                block=False,
-                retries=False,
-                cert_reqs="CERT_REQUIRED" if verify else "CERT_NONE",
-                ca_certs=ca_certs,
-                cert_file=cert_file,
-                key_file=key_file,
-            )
-            pool.pool_classes_by_scheme = {"http": _Pool, "https": _TlsPool}
-            _pools[key] = pool
-        return pool
+    return http_wire.pool(verify, ca_certs, cert_file, key_file)
 
 
 class _Watchdog:
@@ -470,25 +412,27 @@ class HttpTransport:
             from snodo.supervision.timers import call_later
 
             timer = call_later(timeout, attempt.cut)
-        _attempts.current = attempt
         try:
-            response = self._pool.urlopen(
+            response = self._pool.request(
                 method,
                 self.url,
-                body=body,
-                headers=all_headers,
-                preload_content=False,
-                decode_content=False,
-                redirect=False,
-                retries=False,
-                timeout=urllib3.Timeout(connect=timeout, read=None if stream else timeout),
+                all_headers,
+                body,
+                connect_timeout=timeout,
+                read_timeout=None if stream else timeout,
+                head_limit=self._limit,
+                on_socket=attempt.lend,
             )
-        except urllib3.exceptions.HTTPError as exc:
+        except http_wire.HeadTooLarge:
+            raise errors.connection_error(
+                f"The response is larger than max_response_bytes ({self._limit})",
+                cause=("max_response_bytes", self._limit),
+            ) from None
+        except WireError as exc:
             if attempt.fired:
                 raise errors.timeout_error(timeout or 0.0, cause=("http", "deadline")) from None
             raise self._failure(exc, timeout) from None
         finally:
-            _attempts.current = None
             if timer is not None:
                 timer.cancel()
         nonce = response.headers.get("dpop-nonce")
@@ -508,11 +452,11 @@ class HttpTransport:
         return response, deadline
 
     def _failure(self, exc: Exception, timeout: float | None) -> McpError:
-        if isinstance(exc, urllib3.exceptions.NewConnectionError):  # a ConnectTimeoutError too
+        if isinstance(exc, http_wire.ConnectError):
             return errors.connection_error(
                 f"Cannot connect to {self.url}", cause=("http", str(exc))
             )
-        if isinstance(exc, urllib3.exceptions.TimeoutError):
+        if isinstance(exc, http_wire.WireTimeout):
             return errors.timeout_error(timeout or 0.0, cause=("http", str(exc)))
         return errors.connection_error(
             f"HTTP request to {self.url} failed: {type(exc).__name__}", cause=("http", str(exc))
@@ -582,7 +526,7 @@ class HttpTransport:
                         cause=("max_response_bytes", self._limit),
                     )
                 chunks.append(chunk)
-        except urllib3.exceptions.HTTPError as exc:
+        except WireError as exc:
             if watchdog.fired:
                 raise errors.timeout_error(timeout or 0.0, cause=("http", "deadline")) from None
             raise errors.connection_error(
@@ -637,7 +581,7 @@ class HttpTransport:
                 try:
                     chunk = response.read1(READ_SIZE)
                     broke: str | None = None if chunk else "ended"
-                except urllib3.exceptions.HTTPError as exc:
+                except WireError as exc:
                     chunk, broke = b"", str(exc)
                 if broke is not None:
                     if watchdog.fired:

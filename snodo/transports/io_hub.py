@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import errno
 import os
+import select
 import selectors
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from snodo._log import get_logger
 
@@ -24,10 +26,15 @@ _log = get_logger("snodo.transports.io_hub")
 READ_SIZE = 256 * 1024
 
 
+#: epoll flags of a re-armable readiness watch (``watch_oneshot``).
+_ONESHOT = getattr(select, "EPOLLIN", 0) | getattr(select, "EPOLLONESHOT", 0)
+
+
 @dataclass(slots=True)
 class _Watch:
     on_data: Callable[[bytes], None] | None  # None: readiness only (a pidfd), fires once
     on_eof: Callable[[], None]
+    oneshot: bool = False  # readiness, disarmed after each firing until rearm()
 
 
 class IoHub:
@@ -38,7 +45,16 @@ class IoHub:
         self._pending: list[tuple[str, int, _Watch | None, threading.Event | None]] = []
         self._watches: dict[int, _Watch] = {}
         self._thread: threading.Thread | None = None
+        self._selector: selectors.BaseSelector | None = None
+        self._epoll: Any = None  # the selector's epoll object, when it is one
         self._wake_r, self._wake_w = -1, -1
+
+    @property
+    def supports_oneshot(self) -> bool:
+        """True when ``watch_oneshot`` is available (an unpatched epoll selector)."""
+        return bool(_ONESHOT) and selectors.DefaultSelector is getattr(
+            selectors, "EpollSelector", None
+        )
 
     def watch(self, fd: int, on_data: Callable[[bytes], None], on_eof: Callable[[], None]) -> None:
         """Call ``on_data(chunk)`` for bytes read from ``fd`` and ``on_eof()`` once at its end."""
@@ -53,6 +69,32 @@ class IoHub:
             self._pending.append(("add", fd, _Watch(None, on_ready), None))
             self._ensure_running()
             self._wake()
+
+    def watch_oneshot(self, fd: int, on_ready: Callable[[], None]) -> None:
+        """Call ``on_ready()`` when ``fd`` is readable, then not again until ``rearm(fd)``
+        (the callback reads the descriptor itself). Needs ``supports_oneshot``."""
+        with self._lock:
+            self._pending.append(("add", fd, _Watch(None, on_ready, oneshot=True), None))
+            self._ensure_running()
+            self._wake()
+
+    def rearm(self, fd: int) -> None:
+        """Let a ``watch_oneshot`` descriptor fire again; safe from any thread (one syscall)."""
+        self._modify(fd, _ONESHOT)
+
+    def disarm(self, fd: int) -> None:
+        """Stop a ``watch_oneshot`` descriptor firing until ``rearm(fd)`` (a hang-up may still
+        fire it once)."""
+        self._modify(fd, _ONESHOT & ~getattr(select, "EPOLLIN", 0))
+
+    def _modify(self, fd: int, events: int) -> None:
+        epoll = self._epoll
+        if epoll is None:
+            return
+        try:
+            epoll.modify(fd, events)
+        except (OSError, ValueError):
+            pass  # not registered yet (the hub arms it when it is) or already removed
 
     def unwatch(self, fd: int, timeout: float = 5.0) -> None:
         """Stop watching ``fd``; when this returns no callback for it is running or will run, so
@@ -79,7 +121,12 @@ class IoHub:
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
-        self._thread = threading.Thread(target=self._run, name="snodo-io-hub", daemon=True)
+        self._selector = selectors.DefaultSelector()
+        epoll = getattr(self._selector, "_selector", None)
+        self._epoll = epoll if isinstance(self._selector, _epoll_selector()) else None
+        self._thread = threading.Thread(
+            target=self._run, args=(self._selector,), name="snodo-io-hub", daemon=True
+        )
         self._thread.start()
 
     def _wake(self) -> None:
@@ -97,7 +144,9 @@ class IoHub:
                     self._watches[fd] = entry
                     try:
                         selector.register(fd, selectors.EVENT_READ, entry)
-                    except (KeyError, ValueError, OSError):
+                        if entry.oneshot:
+                            self._epoll.modify(fd, _ONESHOT)
+                    except (KeyError, ValueError, OSError, AttributeError):
                         self._watches.pop(fd, None)
                         _log.warning("cannot watch descriptor", fd=fd)
                 elif action == "remove" and self._watches.pop(fd, None) is not None:
@@ -112,13 +161,14 @@ class IoHub:
             # Nothing left: end the thread while holding the lock, so a racing watch() starts a
             # new one.
             self._thread = None
+            self._selector = None
+            self._epoll = None
             os.close(self._wake_r)
             os.close(self._wake_w)
             self._wake_r = self._wake_w = -1
             return False
 
-    def _run(self) -> None:
-        selector = selectors.DefaultSelector()
+    def _run(self, selector: selectors.BaseSelector) -> None:
         wake_r = self._wake_r
         selector.register(wake_r, selectors.EVENT_READ, None)
         try:
@@ -138,6 +188,9 @@ class IoHub:
     def _read(self, selector: selectors.BaseSelector, fd: int, entry: _Watch) -> None:
         if self._watches.get(fd) is not entry:
             return  # removed since the select returned
+        if entry.oneshot:
+            self._call(entry.on_eof)
+            return
         if entry.on_data is None:
             self._forget(selector, fd, entry)
             self._call(entry.on_eof)
@@ -171,6 +224,10 @@ class IoHub:
             callback(*args)
         except Exception:  # one connection's bug must not stop every other connection
             _log.exception("I/O callback failed")
+
+
+def _epoll_selector() -> type:
+    return getattr(selectors, "EpollSelector", type(None))
 
 
 _hub = IoHub()

@@ -5,9 +5,11 @@ root's connections supervisor (the supervision anchor: lifecycle events, owner d
 bounded pool for the requests the server sends the client. Reading is done by the process-wide
 I/O hub (``io_hub``): an idle connection holds no thread of its own.
 
-The hot path is one hand-off: the caller writes its request line itself and waits on its own
-inbox; the hub decodes the response and puts it straight into that inbox (architecture §3 allows
-a reader to complete a pending request directly; see docs/decisions/0008-stdio-io-hub.md).
+The hot path: the caller writes its request line itself, then reads the server's stdout itself
+when no one else is (the *leader*; other callers wait on their own inbox, and the leader puts
+their responses there). With no caller waiting, the hub reads (architecture §3 allows a reader to
+complete a pending request directly; see docs/decisions/0008-stdio-io-hub.md and
+0023-stdio-leader-reading.md). Under gevent the hub always reads.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import itertools
 import os
 import queue
+import select
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -47,6 +50,13 @@ TERM_WAIT = 2.0
 EXIT_WAIT = 0.5
 
 _connection_ids = itertools.count(1)
+
+#: The reader role held by the hub (else a ``_Call`` holds it, or no one: None).
+_HUB = "hub"
+#: Put in a waiting caller's inbox when it is handed the reader role.
+_LEAD = ("lead", None)
+#: Longest single wait of the reading caller before it looks at its inbox again (ms).
+LEAD_POLL_MS = 200.0
 
 
 class _Call:
@@ -108,12 +118,23 @@ class StdioTransport:
         self._answer = on_server_request
         self._handlers = _HandlerPool(max_server_requests)
         self._child = process.spawn(target.command, target.args, env=env, cwd=cwd)
+        # Leader reading (docs/decisions/0023): who reads stdout now, and the callers waiting.
+        self._lead = hub().supports_oneshot and self._child.pidfd is not None
+        self._reader: Any = None
+        self._followers: set[_Call] = set()
+        self._stdout_done = False
+        self._exit_pending = False
+        self._poller: Any = None
+        self._reader_free = threading.Condition(self._lock)
         self.name = f"stdio-{next(_connection_ids)}-{self._child.pid}"
         self._owner_ref: Any = None
         self._watch: Watch | None = None
         try:
             io = hub()
-            io.watch(self._child.stdout, self._on_stdout, self._on_stdout_eof)
+            if self._lead:
+                io.watch_oneshot(self._child.stdout, self._on_stdout_ready)
+            else:
+                io.watch(self._child.stdout, self._on_stdout, self._on_stdout_eof)
             io.watch(self._child.stderr, self._on_stderr, self._on_stderr_eof)
             if self._child.pidfd is not None:
                 io.watch_ready(self._child.pidfd, self._on_exit)
@@ -168,6 +189,8 @@ class StdioTransport:
             except TimeoutError:
                 raise errors.timeout_error(limit, cause=("write_timeout",)) from None
             try:
+                if self._lead:
+                    return self._await_leading(request_id, call, options, started)
                 return self._await(request_id, call, options, started)
             except McpError:
                 raise
@@ -177,8 +200,7 @@ class StdioTransport:
                 self._cancel(request_id, "The client stopped waiting")
                 raise
         finally:
-            with self._lock:
-                self._pending.pop(request_id, None)
+            self._pending.pop(request_id, None)  # atomic; the lock orders only _lost with it
 
     def notify(self, message: dict[str, Any], options: RequestOptions) -> None:
         """Write a notification."""
@@ -224,6 +246,7 @@ class StdioTransport:
             if self._child.pidfd is not None:
                 io.unwatch(self._child.pidfd)
             process.terminate(self._child, grace=CLOSE_GRACE, term_wait=TERM_WAIT)
+            self._await_reader_gone(2.0)
             process.close_fds(self._child)
             if self._owner_ref is not None:
                 _stop_owner(self._owner_ref, self.name)
@@ -253,28 +276,31 @@ class StdioTransport:
     def _write(self, message: dict[str, Any], deadline: float) -> None:
         """Write one message by ``deadline``; ``TimeoutError`` if it could not even start.
 
-        Concurrent writers combine: whoever holds the write lock writes every queued message in
-        one system call. A message cut off half-way (or a combined write that failed) leaves the
-        stream unusable: the connection is lost (-32000) and every pending request fails.
+        Concurrent writers combine: whoever holds the write lock writes every queued message,
+        in one system call per batch, and lets go only when the outbox is empty (checked under
+        the outbox lock), so a writer that finds the lock held leaves its message to the holder
+        and returns at once. A message cut off half-way (or a combined write that failed) leaves
+        the stream unusable: the connection is lost (-32000) and every pending request fails.
         """
         data = jsonrpc.encode_line(message)
         with self._outbox_lock:
             self._outbox.append(data)
-        if not self._write_lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
-            with self._outbox_lock:
-                if any(item is data for item in self._outbox):
-                    self._outbox = [item for item in self._outbox if item is not data]
-                    raise TimeoutError("waiting to write")
-            return  # another writer sent it meanwhile
+            if not self._write_lock.acquire(blocking=False):
+                return  # the holder sends it before it lets go
+        held = True
+        batch: list[bytes] = []
         try:
-            with self._outbox_lock:
-                batch, self._outbox = self._outbox, []
-            if self._write_closed:
-                raise errors.connection_error("Connection closed", cause=("closed",))
-            if not batch:
-                return  # another writer sent ours
-            payload = batch[0] if len(batch) == 1 else b"".join(batch)
-            process.write_all(self._child.stdin, payload, deadline)
+            while True:
+                with self._outbox_lock:
+                    batch, self._outbox = self._outbox, []
+                    if not batch:
+                        held = False
+                        self._write_lock.release()
+                        return
+                if self._write_closed:
+                    raise errors.connection_error("Connection closed", cause=("closed",))
+                payload = batch[0] if len(batch) == 1 else b"".join(batch)
+                process.write_all(self._child.stdin, payload, deadline)
         except BrokenPipeError:
             # Usually the server has exited and the hub has not seen it yet: report the exit.
             status = process.wait_exit(self._child, EXIT_WAIT)
@@ -305,7 +331,8 @@ class StdioTransport:
                 )
             ) from None
         finally:
-            self._write_lock.release()
+            if held:
+                self._write_lock.release()
 
     def _await(
         self, request_id: Any, call: _Call, options: RequestOptions, started: float
@@ -339,6 +366,153 @@ class StdioTransport:
                 options.on_progress(value)  # if it raises, request() cancels
             if options.reset_timeout_on_progress and timeout is not None:
                 deadline = time.monotonic() + timeout
+
+    def _await_leading(
+        self, request_id: Any, call: _Call, options: RequestOptions, started: float
+    ) -> dict[str, Any]:
+        """``_await`` with leader reading: read stdout while no one else does, else wait on
+        the inbox (where the leader puts the response, or the reader role when it is handed
+        over). The role is given up before any user code runs and before returning."""
+        timeout = options.timeout
+        deadline = None if timeout is None else started + timeout
+        cap = (
+            started + options.max_total_timeout
+            if options.reset_timeout_on_progress and options.max_total_timeout is not None
+            else None
+        )
+        try:
+            while True:
+                if not call.inbox.empty():
+                    kind, value = call.inbox.get_nowait()
+                else:
+                    remaining = None
+                    if deadline is not None:
+                        limit = deadline if cap is None else min(deadline, cap)
+                        remaining = limit - time.monotonic()
+                        if remaining <= 0:
+                            self._leave(call)
+                            return self._timed_out(request_id, options, deadline, cap)
+                    if self._take_reader(call):
+                        self._read_leading(call, remaining)
+                        continue
+                    try:
+                        kind, value = call.inbox.get(timeout=remaining)
+                    except queue.Empty:
+                        continue  # the loop turns the deadline into the timeout error
+                    finally:
+                        if call in self._followers:  # only this caller adds it
+                            with self._lock:
+                                self._followers.discard(call)
+                if kind == "lead":
+                    continue  # handed the reader role: the loop reads
+                if self._reader is call:
+                    self._release_reader()
+                if kind == "response":
+                    response: dict[str, Any] = value
+                    return response
+                if kind == "error":
+                    raise _copy(value)
+                call.queued_progress -= 1
+                if options.on_progress is not None:
+                    options.on_progress(value)  # if it raises, request() cancels
+                if options.reset_timeout_on_progress and timeout is not None:
+                    deadline = time.monotonic() + timeout
+        finally:
+            self._leave(call)
+
+    def _take_reader(self, call: _Call) -> bool:
+        """True when ``call`` holds the reader role (taken now or handed over); else it is
+        entered as a follower, to wait on its inbox."""
+        with self._lock:
+            if self._reader is call:
+                return True
+            if self._reader is None and not self._stdout_done and self._lost is None:
+                self._reader = call
+                hub().disarm(self._child.stdout)
+                return True
+            self._followers.add(call)
+            return False
+
+    def _leave(self, call: _Call) -> None:
+        """``call`` stops waiting: it is no follower, and gives the role up if it holds it."""
+        # Only a follower can be handed the role, and a caller is a follower only while it
+        # blocks on its inbox (it leaves the set under the lock when it wakes): no lock needed.
+        if self._reader is call:
+            self._release_reader()
+
+    def _read_leading(self, call: _Call, remaining: float | None) -> None:
+        """As the reader: wait (up to ``remaining``) for stdout or the exit, and read."""
+        poller = self._poller
+        if poller is None:
+            poller = self._poller = select.poll()
+            poller.register(self._child.stdout, select.POLLIN)
+            assert self._child.pidfd is not None
+            poller.register(self._child.pidfd, select.POLLIN)
+        # Capped, so a close() that failed this call while no byte arrives is seen soon.
+        wait = LEAD_POLL_MS if remaining is None else min(LEAD_POLL_MS, remaining * 1000.0)
+        events = poller.poll(wait)
+        stdout = self._child.stdout
+        exited = False
+        for fd, _ in events:
+            if fd == stdout:
+                if not self._read_stdout():
+                    self._release_reader()  # at EOF: no one reads again
+                    return
+            else:
+                exited = True
+        if exited:
+            self._drain_after_exit()
+
+    def _read_stdout(self) -> bool:
+        """Read one chunk of stdout as the role holder; False at its end."""
+        try:
+            chunk = os.read(self._child.stdout, READ_SIZE)
+        except BlockingIOError:
+            return True
+        except OSError:
+            chunk = b""
+        if chunk:
+            self._on_stdout(chunk)
+            return True
+        self._stdout_done = True
+        self._on_stdout_eof()
+        return False
+
+    def _release_reader(self) -> None:
+        """Give the reader role to a waiting caller, or back to the hub (re-armed); first
+        handle an exit the hub saw while the role was held."""
+        while True:
+            with self._lock:
+                if not self._exit_pending:
+                    following = (
+                        self._followers.pop() if self._followers and not self._stdout_done else None
+                    )
+                    self._reader = following
+                    if self._close_started:
+                        self._reader_free.notify_all()
+                    if following is None and not self._stdout_done and not self._close_started:
+                        hub().rearm(self._child.stdout)
+                    break
+                self._exit_pending = False
+            self._drain_after_exit()
+        if following is not None:
+            following.inbox.put(_LEAD)
+
+    def _await_reader_gone(self, timeout: float) -> None:
+        """Close: wait (bounded) until no caller reads stdout, so its fd can be closed."""
+        with self._reader_free:
+            self._reader_free.wait_for(lambda: self._reader in (None, _HUB), timeout)
+
+    def _on_stdout_ready(self) -> None:
+        """The hub saw stdout readable (or hung up) with no caller reading: read one chunk."""
+        with self._lock:
+            if self._reader is not None or self._stdout_done:
+                return
+            self._reader = _HUB
+        try:
+            self._read_stdout()
+        finally:
+            self._release_reader()
 
     def _timed_out(
         self, request_id: Any, options: RequestOptions, deadline: float, cap: float | None
@@ -407,6 +581,8 @@ class StdioTransport:
     def _on_response(self, request_id: Any, message: dict[str, Any]) -> None:
         with self._lock:
             call = self._pending.pop(request_id, None)
+            if call is not None:
+                self._followers.discard(call)
         if call is None:
             _log.info("dropped a response to an unknown id", connection=self.name, id=request_id)
             return
@@ -486,6 +662,21 @@ class StdioTransport:
     def _on_exit(self) -> None:
         if self._close_started:
             return
+        if self._lead:
+            with self._lock:
+                if self._reader is not None:
+                    self._exit_pending = True  # the role holder handles it when it lets go
+                    return
+                self._reader = _HUB
+            try:
+                self._drain_after_exit()
+            finally:
+                self._release_reader()
+            return
+        self._drain_after_exit()
+
+    def _drain_after_exit(self) -> None:
+        """The server exited: read the lines it wrote last, then fail what is pending."""
         # The exit may be seen before the last lines the server wrote: read them first.
         while True:
             try:

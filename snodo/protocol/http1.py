@@ -1,0 +1,255 @@
+"""HTTP/1.1 client framing (RFC 9112), sans-IO: request heads, response heads, body framing and
+the chunked transfer coding.
+
+Pure functions and small state machines over bytes; ``snodo.transports.http_wire`` moves the
+bytes. Limits are explicit: a head longer than the caller's limit, a header line over
+``MAX_LINE`` bytes, more than ``MAX_HEADERS`` fields, or a chunk-size line over
+``MAX_CHUNK_LINE`` bytes is refused (``FramingError``), never buffered without bound.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Final
+
+__all__ = [
+    "ChunkedDecoder",
+    "FramingError",
+    "Head",
+    "HeadTooLarge",
+    "Headers",
+    "body_framing",
+    "find_head_end",
+    "keeps_alive",
+    "parse_head",
+    "request_head",
+]
+
+#: The longest header line, and the most header fields, of one response head (as http.client).
+MAX_LINE: Final = 65536
+MAX_HEADERS: Final = 100
+#: The longest chunk-size line (size, extensions and CRLF).
+MAX_CHUNK_LINE: Final = 4096
+
+_TOKEN_CHARS: Final = frozenset(
+    b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+)
+
+
+class FramingError(Exception):
+    """The peer's bytes are not HTTP/1.1 this client accepts."""
+
+
+class HeadTooLarge(FramingError):
+    """The response head is longer than the caller's limit."""
+
+
+class Headers:
+    """Response header fields in order; names matched without case."""
+
+    __slots__ = ("_fields", "_index")
+
+    def __init__(self, fields: Iterable[tuple[str, str]] = ()) -> None:
+        self._fields = list(fields)
+        self._index: dict[str, str] = {}
+        for name, value in self._fields:
+            key = name.lower()
+            previous = self._index.get(key)
+            self._index[key] = value if previous is None else f"{previous}, {value}"
+
+    def get(self, name: str, default: str | None = None) -> str | None:
+        """The field's value (repeated fields joined with ", "), or ``default``."""
+        return self._index.get(name.lower(), default)
+
+    def getlist(self, name: str) -> list[str]:
+        """Every value of the field, in order."""
+        key = name.lower()
+        return [value for field, value in self._fields if field.lower() == key]
+
+    def items(self) -> list[tuple[str, str]]:
+        return list(self._fields)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name.lower() in self._index
+
+    def __iter__(self) -> Iterator[str]:
+        return (name for name, _ in self._fields)
+
+    def __len__(self) -> int:
+        return len(self._fields)
+
+    def __repr__(self) -> str:
+        return f"Headers({self._fields!r})"
+
+
+@dataclass(frozen=True, slots=True)
+class Head:
+    """A parsed response head."""
+
+    version: str  # "HTTP/1.1" or "HTTP/1.0"
+    status: int
+    reason: str
+    headers: Headers
+    size: int  # bytes of the head, the blank line included
+
+
+def request_head(method: str, target: str, host: str, headers: Mapping[str, str]) -> bytes:
+    """The request line and header section (ending with the blank line), latin-1 encoded.
+
+    Field values must already be free of CR, LF and NUL (``snodo.protocol.headers`` checks).
+    """
+    lines = [f"{method} {target} HTTP/1.1", f"Host: {host}"]
+    lines.extend(f"{name}: {value}" for name, value in headers.items())
+    lines.append("\r\n")
+    return "\r\n".join(lines).encode("latin-1")
+
+
+def find_head_end(buf: bytes | bytearray, limit: int) -> int:
+    """The length of the complete head at the start of ``buf`` (through the blank line), or -1
+    when more bytes are needed. ``HeadTooLarge`` once ``limit`` bytes hold no complete head."""
+    end = buf.find(b"\r\n\r\n")
+    if end < 0:
+        if len(buf) > limit:
+            raise HeadTooLarge(f"response head larger than {limit} bytes")
+        return -1
+    if end + 4 > limit:
+        raise HeadTooLarge(f"response head larger than {limit} bytes")
+    return end + 4
+
+
+def parse_head(raw: bytes | bytearray) -> Head:
+    """Parse a complete response head (as delimited by ``find_head_end``)."""
+    text = bytes(raw[:-4]) if raw.endswith(b"\r\n\r\n") else bytes(raw)
+    lines = text.split(b"\r\n")
+    status_line = lines[0]
+    parts = status_line.split(b" ", 2)
+    if len(parts) < 2 or parts[0] not in (b"HTTP/1.1", b"HTTP/1.0"):
+        raise FramingError(f"not an HTTP/1.x status line: {status_line[:80]!r}")
+    code = parts[1]
+    if len(code) != 3 or not code.isdigit():
+        raise FramingError(f"invalid status code: {code[:10]!r}")
+    if len(lines) - 1 > MAX_HEADERS:
+        raise FramingError(f"got more than {MAX_HEADERS} headers")
+    fields: list[tuple[str, str]] = []
+    for line in lines[1:]:
+        if len(line) > MAX_LINE:
+            raise FramingError("header line too long")
+        name, colon, value = line.partition(b":")
+        if not colon or not name or not _is_token(name):
+            if line[:1] in (b" ", b"\t"):
+                raise FramingError("obsolete header line folding")
+            raise FramingError(f"invalid header line: {line[:80]!r}")
+        fields.append((name.decode("latin-1"), value.strip(b" \t").decode("latin-1")))
+    return Head(
+        version=parts[0].decode("ascii"),
+        status=int(code),
+        reason=parts[2].decode("latin-1") if len(parts) > 2 else "",
+        headers=Headers(fields),
+        size=len(raw),
+    )
+
+
+def _is_token(name: bytes) -> bool:
+    return all(byte in _TOKEN_CHARS for byte in name)
+
+
+def body_framing(head: Head, method: str) -> tuple[str, int]:
+    """How the body after ``head`` is delimited (RFC 9112 section 6.3):
+    ``("none", 0)``, ``("length", n)``, ``("chunked", 0)`` or ``("close", 0)``."""
+    status = head.status
+    if method == "HEAD" or 100 <= status < 200 or status in (204, 304):
+        return "none", 0
+    coding = head.headers.get("transfer-encoding")
+    if coding is not None:
+        last = coding.rsplit(",", 1)[-1].strip().lower()
+        if last == "chunked":
+            return "chunked", 0
+        return "close", 0  # another coding last: read to the close (no reuse)
+    length = head.headers.get("content-length")
+    if length is not None:
+        values = {value.strip() for value in length.split(",")}
+        if len(values) != 1:
+            raise FramingError("conflicting Content-Length values")
+        value = values.pop()
+        if not value.isdigit() or not value.isascii():
+            raise FramingError(f"invalid Content-Length: {value[:20]!r}")
+        return "length", int(value)
+    return "close", 0
+
+
+def keeps_alive(head: Head) -> bool:
+    """True when the connection may carry another request after this response."""
+    tokens = {t.strip().lower() for t in (head.headers.get("connection") or "").split(",")}
+    if head.version == "HTTP/1.1":
+        return "close" not in tokens
+    return "keep-alive" in tokens
+
+
+class ChunkedDecoder:
+    """The chunked transfer coding, decoded incrementally; trailers are read and dropped."""
+
+    __slots__ = ("_buf", "_left", "_state")
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+        self._left = 0  # data bytes left in the current chunk
+        self._state = "size"  # size | data | data_end | trailer | done
+
+    @property
+    def done(self) -> bool:
+        """True once the last chunk and the trailer section have been read."""
+        return self._state == "done"
+
+    def feed(self, data: bytes) -> tuple[bytes, bytes]:
+        """Take raw bytes; return (decoded body bytes, bytes after the end of the body)."""
+        self._buf += data
+        out = bytearray()
+        buf = self._buf
+        while buf and self._state != "done":
+            state = self._state
+            if state == "data":
+                take = min(self._left, len(buf))
+                out += buf[:take]
+                del buf[:take]
+                self._left -= take
+                if self._left == 0:
+                    self._state = "data_end"
+                continue
+            if state == "data_end":
+                if len(buf) < 2:
+                    break
+                if buf[:2] != b"\r\n":
+                    raise FramingError("missing CRLF after chunk data")
+                del buf[:2]
+                self._state = "size"
+                continue
+            end = buf.find(b"\r\n")
+            if end < 0:
+                if len(buf) > MAX_CHUNK_LINE:
+                    raise FramingError("chunk-size line too long")
+                break
+            if end > MAX_CHUNK_LINE:
+                raise FramingError("chunk-size line too long")
+            line = bytes(buf[:end])
+            del buf[: end + 2]
+            if state == "trailer":
+                if not line:
+                    self._state = "done"
+                continue
+            size_text = line.split(b";", 1)[0].strip(b" \t")
+            if not size_text or any(c not in b"0123456789abcdefABCDEF" for c in size_text):
+                raise FramingError(f"invalid chunk size: {size_text[:20]!r}")
+            if len(size_text) > 15:
+                raise FramingError("chunk size too large")
+            size = int(size_text, 16)
+            if size == 0:
+                self._state = "trailer"
+            else:
+                self._left = size
+                self._state = "data"
+        rest = b""
+        if self._state == "done" and buf:
+            rest = bytes(buf)
+            buf.clear()
+        return bytes(out), rest
