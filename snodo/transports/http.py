@@ -27,6 +27,12 @@ from snodo.protocol.errors import McpError
 from snodo.protocol.headers import check_user_headers, filter_tools, mcp_headers
 from snodo.protocol.sse import EventTooLarge, SseParser
 from snodo.transports.base import RequestOptions, ServerRequestHandler
+from snodo.transports.listening import (
+    Listening,
+    SubscriptionSink,
+    deliver_session_notification,
+    end_session_subscriptions,
+)
 from snodo.transports.targets import Http
 
 _log = get_logger("snodo.transports.http")
@@ -234,6 +240,14 @@ class HttpTransport:
                 lambda: self._listen(options.dialect), f"snodo-http-get-{self.session_id[:8]}"
             )
 
+    def listen(
+        self, message: dict[str, Any], options: RequestOptions, sink: SubscriptionSink
+    ) -> Listening:
+        """``subscriptions/listen`` on a POST of its own (see ``http_listen``)."""
+        from snodo.transports.http_listen import open_listen
+
+        return open_listen(self, message, options, sink)
+
     def delete_session(self, timeout: float | None = None) -> None:
         """End the initialize-era session with DELETE (its outcome is ignored; 405 is fine)."""
         if self.session_id is None:
@@ -263,6 +277,7 @@ class HttpTransport:
         if listener is not None:
             listener.join(LISTENER_STOP)
         self.delete_session()
+        end_session_subscriptions(self, errors.connection_error("Connection closed"))
 
     # -- internals -----------------------------------------------------------------------------
 
@@ -315,6 +330,7 @@ class HttpTransport:
                             self._serve(item, options)
                         else:
                             _log.debug("notification", method=item["method"])
+                            deliver_session_notification(self, item["method"], item.get("params"))
             except Exception as exc:  # a broken stream, or close() shutting it down
                 _log.info("standalone stream broke off", url=self.url, error=repr(exc))
             finally:
@@ -634,6 +650,8 @@ class HttpTransport:
                         params = item.get("params") or {}
                         if params.get("progressToken") == request_id and options.on_progress:
                             on_progress(params)
+                    else:
+                        deliver_session_notification(self, item["method"], item.get("params"))
         except BaseException:
             _discard(response)
             raise
