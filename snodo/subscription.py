@@ -239,6 +239,7 @@ def open_subscription(
 
         def deliver(event: Event) -> None:
             pull.put(event)
+
     ref = SubscriptionStream.start(deliver, max_buffer, overflow)
     box.append(ref)
     handle = Subscription(ref, who, mailbox)

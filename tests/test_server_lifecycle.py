@@ -86,7 +86,10 @@ def test_discover_matches_the_spec_example_shape() -> None:
     assert result == {
         "resultType": "complete",
         "supportedVersions": ["2026-07-28"],
-        "capabilities": {"tools": {"listChanged": True}, "resources": {"subscribe": True, "listChanged": True}},
+        "capabilities": {
+            "tools": {"listChanged": True},
+            "resources": {"subscribe": True, "listChanged": True},
+        },
         "_meta": {SI: {"name": "ExampleServer", "version": "1.0.0"}},
         "ttlMs": 3_600_000,
         "cacheScope": "public",

@@ -30,7 +30,7 @@ _KIND_METHODS = {
 class ServerSubscription:
     """One open stream: its id (the listen request's; None for a session channel) and filter."""
 
-    __slots__ = ("_emit", "_end", "_source", "accepted", "closed", "id")
+    __slots__ = ("_emit", "_end", "_lock", "_source", "accepted", "closed", "id")
 
     def __init__(
         self, sid: subs.SubscriptionId | None, accepted: dict[str, Any], source: SubscriptionSource
@@ -41,15 +41,19 @@ class ServerSubscription:
         self._source = source
         self._emit: Emit | None = None
         self._end: Callable[[], None] | None = None
+        self._lock = threading.Lock()  # one message at a time, the acknowledgement first
 
     def start(self, emit: Emit, end: Callable[[], None] | None = None) -> None:
         """Send the acknowledgement (a listen stream), then receive events. ``end()`` is called
         when the server ends the stream gracefully (after the listen result was emitted)."""
-        self._emit = emit
-        self._end = end
-        if self.id is not None:
-            emit(subs.acknowledgement(self.id, self.accepted))
-        self._source._add(self)
+        with self._lock:
+            self._emit = emit
+            self._end = end
+            # Registered before the acknowledgement goes out (an event published meanwhile
+            # waits for the lock), so nothing published after the client saw it is missed.
+            self._source._add(self)
+            if self.id is not None:
+                emit(subs.acknowledgement(self.id, self.accepted))
 
     def add_uri(self, uri: str) -> None:
         """Initialize era: ``resources/subscribe``."""
@@ -63,14 +67,18 @@ class ServerSubscription:
         self.accepted[subs.RESOURCES_KEY] = [u for u in uris if u != uri]
 
     def send(self, method: str, params: dict[str, Any] | None) -> None:
-        emit = self._emit
-        if self.closed or emit is None or not subs.matches(self.accepted, method, params):
+        if not subs.matches(self.accepted, method, params):
             return
-        try:
-            emit(subs.stream_notification(self.id, method, params))
-        except Exception as exc:  # a transport that is gone: the stream is over
-            _log.info("a subscription's transport failed; closing it", error=repr(exc))
-            self.close()
+        with self._lock:
+            emit = self._emit
+            if self.closed or emit is None:
+                return
+            try:
+                emit(subs.stream_notification(self.id, method, params))
+                return
+            except Exception as exc:  # a transport that is gone: the stream is over
+                _log.info("a subscription's transport failed; closing it", error=repr(exc))
+        self.close()
 
     def close(self) -> None:
         """The client cancelled, or the transport is gone: stop sending (no result)."""
@@ -79,15 +87,17 @@ class ServerSubscription:
 
     def finish(self) -> None:
         """End the stream gracefully: the listen result, then ``end()``."""
-        if self.closed:
-            return
-        self.close()
-        emit, end = self._emit, self._end
-        if self.id is not None and emit is not None:
-            try:
-                emit(subs.listen_result(self.id))
-            except Exception:
-                pass
+        with self._lock:
+            if self.closed:
+                return
+            self.closed = True
+            emit, end = self._emit, self._end
+            if self.id is not None and emit is not None:
+                try:
+                    emit(subs.listen_result(self.id))
+                except Exception:
+                    pass
+        self._source._remove(self)
         if end is not None:
             end()
 
