@@ -447,7 +447,17 @@ def test_every_list_call_returns_the_sdk_servers_definitions(client: snodo.Clien
     """Lists: tools/list, resources/list, resources/templates/list and prompts/list return
     everything the SDK server registered, with its schemas."""
     tools = {tool["name"]: tool for tool in client.list_tools()}
-    assert set(tools) == {"echo", "add", "fail", "count", "deploy", "summarize", "roots", "pid"}
+    assert set(tools) == {
+        "echo",
+        "add",
+        "fail",
+        "count",
+        "deploy",
+        "summarize",
+        "roots",
+        "pid",
+        "announce",
+    }
     assert tools["echo"]["inputSchema"]["required"] == ["text"]
     assert tools["echo"]["description"] == "Echo the text back."
     assert "approval" not in tools["deploy"]["inputSchema"]["properties"]

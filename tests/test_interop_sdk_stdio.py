@@ -215,7 +215,17 @@ def test_every_list_call_returns_the_sdk_servers_definitions(client: snodo.Clien
     """Lists: tools/list, resources/list, resources/templates/list and prompts/list return
     everything the SDK server registered, with its schemas."""
     tools = {tool["name"]: tool for tool in client.list_tools()}
-    assert set(tools) == {"echo", "add", "fail", "count", "deploy", "summarize", "roots", "pid"}
+    assert set(tools) == {
+        "echo",
+        "add",
+        "fail",
+        "count",
+        "deploy",
+        "summarize",
+        "roots",
+        "pid",
+        "announce",
+    }
     assert tools["echo"]["inputSchema"]["required"] == ["text"]
     assert tools["echo"]["description"] == "Echo the text back."
     # The resolver-filled parameters are not part of the tools' input schemas.

@@ -22,7 +22,7 @@ import snodo
 from snodo import Closed, Dropped, McpError, Notification, SubscriptionEvent
 from snodo.server import Runtime
 from snodo.server.http import HttpServer, serve_http
-from snodo.supervision import Actor, call
+from snodo.supervision import Actor, call, green_mode
 from tests.servers.subs_runtime import build
 from tests.stdio_support import (
     PYTHON,
@@ -254,7 +254,7 @@ def test_an_owner_thread_that_exits_cancels_its_subscription(conn: Conn) -> None
     )
     worker.start()
     worker.join(30)
-    assert opened and opened[0].owner.kind == "thread"
+    assert opened and opened[0].owner.kind == ("greenlet" if green_mode() else "thread")
     wait_until(lambda: not opened[0].ref.is_alive())
     wait_until(lambda: conn.open_count() == baseline)
     assert isinstance(opened[0].next(timeout=0.01), Closed)
