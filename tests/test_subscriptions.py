@@ -8,6 +8,7 @@ the server still holds, which is how a cancellation is seen from the server's si
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -518,3 +519,43 @@ def test_a_transport_without_listen_is_refused() -> None:
             client.listen({"toolsListChanged": True})
     finally:
         client.close()
+
+
+def test_closing_a_stdio_subscription_sends_notifications_cancelled(tmp_path: Any) -> None:
+    log = tmp_path / "stdin.log"
+    target = snodo_server(SUBS_RUNTIME, log=log)
+    with snodo.connect(target, cwd=str(ROOT), protocol=LATEST) as client:
+        sub = client.listen({"toolsListChanged": True})
+        sent = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+        listen_id = next(m["id"] for m in sent if m.get("method") == "subscriptions/listen")
+        sub.close()
+
+        def cancelled() -> bool:
+            lines = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+            return any(
+                m.get("method") == "notifications/cancelled"
+                and m["params"]["requestId"] == listen_id
+                for m in lines
+            )
+
+        wait_until(cancelled)
+        result = client.call_tool("open_count", {})
+        assert isinstance(result, dict) and result["content"][0]["text"] == "0"
+
+
+def test_an_http_subscription_event_over_max_response_bytes_ends_the_stream() -> None:
+    runtime = build()
+    with serve_http(runtime) as server:
+        with snodo.connect(
+            snodo.Http(server.url), protocol=LATEST, max_response_bytes=4096
+        ) as client:
+            sub = client.listen({"resourceSubscriptions": ["mem://1"]})
+            runtime.resource_updated("mem://1")
+            assert uris([sub.next(timeout=10)]) == ["mem://1"]
+            source = runtime.subscription_source
+            assert source is not None
+            source.publish(UPDATED, {"uri": "mem://1", "padding": "x" * 8192})
+            end = sub.next(timeout=10)
+            assert isinstance(end, Closed) and end.reason is not None
+            assert end.reason.code == -32000
+            assert end.reason.cause == ("max_response_bytes", 4096)
