@@ -475,7 +475,7 @@ def test_every_list_call_returns_the_sdk_servers_definitions(client: snodo.Clien
 def test_one_page_per_list_call(client: snodo.Client) -> None:
     """Paging: list_page returns one page; the SDK server sends no nextCursor, so it is the last."""
     page = client.list_page("tools")
-    assert len(page.items) == 8
+    assert len(page.items) == 9
     assert page.next_cursor is None
 
 
@@ -748,7 +748,7 @@ def test_json_answers_instead_of_event_streams(protocol: str, servers: dict[str,
     opened = open_client(servers["json"], protocol, Handlers())
     with opened.client as client:
         assert client.version == protocol
-        assert len(client.list_tools()) == 8
+        assert len(client.list_tools()) == 9
         counted = client.call_tool("count", {"steps": 2}, progress=seen.append)
         assert isinstance(counted, dict)
         assert text_of(counted) == "counted 2"

@@ -244,7 +244,7 @@ def test_every_list_call_returns_the_sdk_servers_definitions(client: snodo.Clien
 def test_one_page_per_list_call(client: snodo.Client) -> None:
     """Paging: list_page returns one page; the SDK server sends no nextCursor, so it is the last."""
     page = client.list_page("tools")
-    assert len(page.items) == 8
+    assert len(page.items) == 9
     assert page.next_cursor is None
 
 
