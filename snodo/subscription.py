@@ -18,6 +18,8 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+import pykka
+
 from snodo._log import get_logger
 from snodo.actors.subscription_stream import SubscriptionStream
 from snodo.protocol import errors
@@ -25,7 +27,6 @@ from snodo.protocol import subscriptions as subs
 from snodo.protocol.errors import McpError
 from snodo.protocol.subscriptions import Closed, Event, Notification, SubscriptionEvent
 from snodo.supervision import (
-    ActorDead,
     CallTimeout,
     Owner,
     Watch,
@@ -101,7 +102,7 @@ class Subscription:
             raise ValueError("demand must be a positive integer")
         try:
             self.ref.tell(("demand", n))
-        except ActorDead:
+        except pykka.ActorDeadError:  # snodo.supervision.ActorDead included
             pass  # ended: nothing more comes
 
     def next(self, timeout: float | None = None) -> Event:
@@ -150,7 +151,7 @@ class Subscription:
         self._cancel_transport()
         try:
             call(self.ref, lambda actor: actor.on_receive(("close",)), CLOSE_WAIT)
-        except (ActorDead, CallTimeout):
+        except (pykka.ActorDeadError, CallTimeout):
             pass
 
     def __enter__(self) -> Subscription:

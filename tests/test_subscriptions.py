@@ -226,6 +226,7 @@ def test_next_after_close_returns_closed_with_an_error_at_once(conn: Conn) -> No
     assert conn.open_count() == baseline + (1 if conn.client.dialect.stateless else 0)
     sub.close()
     sub.close()  # idempotent
+    sub.demand(5)  # asking an ended stream is harmless
     ended = sub.next(timeout=0.01)
     assert isinstance(ended, Closed) and isinstance(ended.reason, McpError)
     assert ended.reason.code == -32000

@@ -69,7 +69,7 @@ class StreamRoute:
             params = message.get("params")
             self.on_notification(method, params if isinstance(params, dict) else None)
         else:
-            self.end(subs.read_response(message).error, graceful_ack=False)
+            self.end(subs.read_response(message).error)
 
     def on_notification(self, method: str, params: dict[str, Any] | None) -> None:
         verdict = subs.read_notification(method, params)
@@ -86,7 +86,7 @@ class StreamRoute:
         elif not self.ended:
             self.sink.notification(verdict.method, verdict.params)
 
-    def end(self, error: McpError | None, *, graceful_ack: bool = True) -> None:
+    def end(self, error: McpError | None) -> None:
         """The stream is over (a result, a cancellation, or the transport is gone)."""
         with self._lock:
             if self.ended:
@@ -196,13 +196,17 @@ def _wants(accepted: dict[str, Any], method: str, params: dict[str, Any] | None)
     return subs.matches(accepted, method, params)
 
 
+_fanout_lock = threading.Lock()
+
+
 def session_fanout(transport: object) -> SessionFanout:
     """The transport's session fan-out, made on first use (stdio, HTTP and direct feed it)."""
-    fanout: SessionFanout | None = getattr(transport, "_session_fanout", None)
-    if fanout is None:
-        fanout = SessionFanout()
-        transport._session_fanout = fanout  # type: ignore[attr-defined]
-    return fanout
+    with _fanout_lock:
+        fanout: SessionFanout | None = getattr(transport, "_session_fanout", None)
+        if fanout is None:
+            fanout = SessionFanout()
+            transport._session_fanout = fanout  # type: ignore[attr-defined]
+        return fanout
 
 
 def deliver_session_notification(transport: object, method: str, params: Any) -> None:
