@@ -341,6 +341,13 @@ class HttpTransport:
             failures += 1
             if not self._closed:
                 threading.Event().wait(retry_ms / 1000.0)
+        if not self._closed:  # the stream could not be resumed: session subscriptions end
+            end_session_subscriptions(
+                self,
+                errors.connection_error(
+                    "The session's event stream is gone", cause=("standalone_stream",)
+                ),
+            )
 
     def _session_for(self, message: dict[str, Any]) -> str | None:
         return None if message.get("method") == "initialize" else self.session_id
