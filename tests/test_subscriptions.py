@@ -561,3 +561,18 @@ def test_an_http_subscription_event_over_max_response_bytes_ends_the_stream() ->
             assert isinstance(end, Closed) and end.reason is not None
             assert end.reason.code == -32000
             assert end.reason.cause == ("max_response_bytes", 4096)
+
+
+def test_the_subscriptions_example_runs() -> None:
+    done = subprocess.run(
+        [PYTHON, str(ROOT / "examples" / "subscriptions.py")],
+        cwd=str(ROOT),
+        capture_output=True,
+        text=True,
+        timeout=45,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "accepted: {'toolsListChanged': True, 'resourceSubscriptions'" in done.stdout
+    assert "slow consumer: Dropped(n=7)" in done.stdout
+    assert "actor saw: ['file:///notes.md', 'file:///notes.md', 'file:///notes.md']" in done.stdout
