@@ -6,7 +6,9 @@
 
 The stdio server is ``benchmarks/_subs_server.py`` (stdlib, raw JSON lines), so the client is the
 bottleneck. The direct row serves the same events from a snodo ``Runtime`` in the process
-(``runtime.resource_updated``), so it measures the client side plus the Runtime's source.
+(``runtime.resource_updated``), so it measures the client side plus the Runtime's source. The HTTP
+row listens to snodo's own ``serve_http`` in another process (``benchmarks/_subs_runtime.py``),
+whose SSE writer sets much of the pace.
 
 Rates: each round opens the subscription(s) with ``max_buffer`` large enough to keep every
 event, asks for all of them up front (``demand(n)``), triggers the burst, and pulls every event
@@ -15,8 +17,9 @@ min / median / max and the client's CPU per event (this process, all threads; th
 is another process and excluded).
 
 Memory: in a fresh subprocess, one stdio connection opens ``--memory-subs`` subscriptions
-(thread owner, default buffer); reported is the RSS delta divided by their number. Target: at
-most 32 KiB per open subscription.
+(thread owner, default buffer); reported is the RSS delta divided by their number. The same for
+``--memory-http-subs`` HTTP subscriptions (each holds its own connection and a reader thread).
+Target: at most 32 KiB per open subscription.
 """
 
 from __future__ import annotations
@@ -39,10 +42,43 @@ TARGET_KIB = 32.0
 FILTER = {"resourceSubscriptions": ["mem://bench"]}
 
 
-def _connect() -> Any:
+def _connect(url: str | None = None) -> Any:
     import snodo
 
+    if url is not None:
+        return snodo.connect(snodo.Http(url), protocol="2026-07-28")
     return snodo.connect(snodo.Stdio(sys.executable, [str(SERVER)]), protocol="2026-07-28")
+
+
+class HttpServer:
+    """``python -m snodo.server --http`` serving benchmarks/_subs_runtime.py, in another process."""
+
+    def __enter__(self) -> str:
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "snodo.server",
+                "--http",
+                "--port",
+                "0",
+                "_subs_runtime:runtime",
+            ],
+            cwd=str(HERE),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert self.process.stderr is not None
+        line = self.process.stderr.readline()
+        return line.split("serving ", 1)[1].split()[0]
+
+    def __exit__(self, *exc: object) -> None:
+        self.process.terminate()
+        self.process.wait(10)
+        if self.process.stderr is not None:
+            self.process.stderr.close()
 
 
 def _pull(subs: list[Any], per_sub: int) -> None:
@@ -55,9 +91,9 @@ def _pull(subs: list[Any], per_sub: int) -> None:
                 raise RuntimeError(f"unexpected event {event!r}")
 
 
-def stdio_rate(subs_count: int, events: int) -> tuple[float, float]:
-    """(deliveries per second, client CPU µs per delivery) for one burst."""
-    with _connect() as client:
+def stdio_rate(subs_count: int, events: int, url: str | None = None) -> tuple[float, float]:
+    """(deliveries per second, client CPU µs per delivery) for one burst (HTTP with ``url``)."""
+    with _connect(url) as client:
         subs = [client.listen(FILTER, max_buffer=events + 1) for _ in range(subs_count)]
         for sub in subs:
             sub.demand(events)
@@ -88,14 +124,14 @@ def direct_rate(events: int) -> tuple[float, float]:
     return events / elapsed, cpu / events * 1e6
 
 
-def memory(count: int) -> dict[str, float]:
-    """Run in a fresh interpreter: RSS per open subscription on one stdio connection."""
+def memory(count: int, url: str | None = None) -> dict[str, float]:
+    """Run in a fresh interpreter: RSS per open subscription on one connection."""
     code = f"""
 import gc, json, sys
 sys.path.insert(0, {str(HERE)!r})
 from _common import status_field
 import subscriptions as b
-client = b._connect()
+client = b._connect({url!r})
 warm = client.listen(b.FILTER)
 warm.close()
 gc.collect()
@@ -130,6 +166,8 @@ def main() -> None:
     parser.add_argument("--fanout-events", type=int, default=500)
     parser.add_argument("--subs", type=int, default=100)
     parser.add_argument("--memory-subs", type=int, default=1000)
+    parser.add_argument("--http-events", type=int, default=5000)  # under LISTEN_BACKLOG
+    parser.add_argument("--memory-http-subs", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     print(machine())
@@ -138,15 +176,19 @@ def main() -> None:
     one: list[tuple[float, float]] = []
     many: list[tuple[float, float]] = []
     direct: list[tuple[float, float]] = []
-    for _ in range(args.rounds):
-        one.append(stdio_rate(1, args.events))
-        many.append(stdio_rate(args.subs, args.fanout_events))
-        direct.append(direct_rate(args.events))
-        gc.collect()
+    http: list[tuple[float, float]] = []
+    with HttpServer() as url:
+        for _ in range(args.rounds):
+            one.append(stdio_rate(1, args.events))
+            many.append(stdio_rate(args.subs, args.fanout_events))
+            direct.append(direct_rate(args.events))
+            http.append(stdio_rate(1, args.http_events, url))
+            gc.collect()
     print(f"{'case':<42} {'events/s min / median / max':>32} {'µs cpu':>9}")
     print(_row(f"stdio, 1 subscription ({args.events} events)", one))
     print(_row(f"stdio, {args.subs} subscriptions x {args.fanout_events} events", many))
     print(_row(f"direct, 1 subscription ({args.events} events)", direct))
+    print(_row(f"http (serve_http), 1 subscription ({args.http_events} events)", http))
     print()
     mem = memory(args.memory_subs)
     kib = mem["kib"]
@@ -154,8 +196,21 @@ def main() -> None:
         f"memory: {args.memory_subs} open subscriptions on one stdio connection: "
         f"{kib:.1f} KiB each (threads in the process: {mem['threads']:.0f})"
     )
+    with HttpServer() as url:
+        http_mem = memory(args.memory_http_subs, url)
+    print(
+        f"memory: {args.memory_http_subs} open subscriptions over HTTP: "
+        f"{http_mem['kib']:.1f} KiB each (threads in the process: {http_mem['threads']:.0f})"
+    )
     verdict = "met" if kib <= TARGET_KIB else "NOT met"
-    print(f"target <= {TARGET_KIB:.0f} KiB per open subscription: {verdict} ({kib:.1f} KiB)")
+    print(
+        f"target <= {TARGET_KIB:.0f} KiB per open subscription (stdio): {verdict} ({kib:.1f} KiB)"
+    )
+    verdict = "met" if http_mem["kib"] <= TARGET_KIB else "NOT met"
+    print(
+        f"target <= {TARGET_KIB:.0f} KiB per open subscription (HTTP): {verdict} "
+        f"({http_mem['kib']:.1f} KiB)"
+    )
     _ = status_field  # the memory child reads it
 
 

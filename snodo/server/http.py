@@ -118,6 +118,9 @@ DEFAULT_MAX_CONNECTIONS: Final = 1000
 DEFAULT_PORT: Final = 8000
 #: Events kept per response stream for ``Last-Event-ID`` replay (oldest dropped first).
 EVENT_BUFFER: Final = 1000
+#: Events queued for a listen stream whose client does not keep up; beyond it the stream ends
+#: (without its result: the client sees an abrupt end and may listen again).
+LISTEN_BACKLOG: Final = 10_000
 #: Messages queued per session for its standalone GET stream (oldest dropped first).
 STANDALONE_BUFFER: Final = 256
 #: Finished response streams a session keeps for replay.
@@ -1041,10 +1044,15 @@ class HttpServer:
             assert response is not None
             return self._json(req, response, modern=True)
         sub = taken[0]
-        stream = _Stream(None, deque(maxlen=EVENT_BUFFER), rid=sub.id)
+        stream = _Stream(None, deque(), rid=sub.id)
 
         def emit(note: dict[str, Any]) -> None:
-            if not self._push(stream, jsonrpc.encode(note), final="id" in note):
+            with self._lock:
+                full = len(stream.events) >= LISTEN_BACKLOG
+            if full:  # the client stopped reading: end the stream rather than lose events
+                _log.warning("a listen stream's backlog is full; ending it", id=sub.id)
+                self._end_stream(stream, 200, None)
+            if full or not self._push(stream, jsonrpc.encode(note), final="id" in note):
                 raise connection_error("Connection closed: the subscription stream has ended")
 
         with self._lock:
