@@ -157,7 +157,7 @@ def _row(name: str, samples: list[tuple[float, float]]) -> str:
     rates = sorted(r for r, _ in samples)
     cpu = statistics.median(c for _, c in samples)
     figures = " / ".join(f"{r:,.0f}" for r in (rates[0], statistics.median(rates), rates[-1]))
-    return f"{name:<42} {figures:>32} {cpu:>9.1f}"
+    return f"{name:<50} {figures:>32} {cpu:>9.1f}"
 
 
 def main() -> None:
@@ -184,7 +184,7 @@ def main() -> None:
             direct.append(direct_rate(args.events))
             http.append(stdio_rate(1, args.http_events, url))
             gc.collect()
-    print(f"{'case':<42} {'events/s min / median / max':>32} {'µs cpu':>9}")
+    print(f"{'case':<50} {'events/s min / median / max':>32} {'µs cpu':>9}")
     print(_row(f"stdio, 1 subscription ({args.events} events)", one))
     print(_row(f"stdio, {args.subs} subscriptions x {args.fanout_events} events", many))
     print(_row(f"direct, 1 subscription ({args.events} events)", direct))
