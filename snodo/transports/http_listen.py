@@ -9,6 +9,8 @@ without the listen result ends with -32000.
 
 from __future__ import annotations
 
+import copy
+import threading
 from typing import TYPE_CHECKING, Any
 
 import urllib3
@@ -29,6 +31,9 @@ _log = get_logger("snodo.transports.http")
 
 #: How long cancel() waits for the reader task to finish.
 READER_STOP = 2.0
+#: The read buffer of a listen stream's socket (http.client's default is 8 KiB): it only holds
+#: chunk-size lines, since ``read1`` reads event data straight from the socket.
+LISTEN_READ_BUFFER = 1024
 
 
 def open_listen(
@@ -43,7 +48,9 @@ def open_listen(
     transport._check_open()
     body = jsonrpc.encode(message)
     headers = mcp_headers(options.dialect, message, session_id=None)
-    response, _ = transport._send("POST", body, headers, options.timeout, stream=True)
+    response, _ = _listening_view(transport)._send(
+        "POST", body, headers, options.timeout, stream=True
+    )
     content_type = (response.headers.get("content-type") or "").split(";")[0].strip().lower()
     if content_type != "text/event-stream" or not 200 <= response.status < 300:
         try:
@@ -104,6 +111,53 @@ def open_listen(
     return Listening(accepted, cancel)
 
 
+_views_lock = threading.Lock()
+_listen_pools: dict[int, tuple[Any, urllib3.PoolManager]] = {}
+
+
+def _listening_view(transport: HttpTransport) -> HttpTransport:
+    """The transport, sending on a pool whose connections read with a small buffer (a listen
+    connection is held for the stream's life and never goes back to a pool)."""
+    from snodo.transports.http import _Connection, _TlsConnection
+
+    shared = transport._pool
+    with _views_lock:
+        found = _listen_pools.get(id(shared))
+        if found is None or found[0] is not shared:
+
+            class Connection(_Connection):
+                response_class = _ListenResponse
+
+            class TlsConnection(_TlsConnection):
+                response_class = _ListenResponse
+
+            class Pool(urllib3.HTTPConnectionPool):
+                ConnectionCls = Connection
+
+            class TlsPool(urllib3.HTTPSConnectionPool):
+                ConnectionCls = TlsConnection
+
+            pool = urllib3.PoolManager(num_pools=16, **{**shared.connection_pool_kw, "maxsize": 1})
+            pool.pool_classes_by_scheme = {"http": Pool, "https": TlsPool}
+            found = (shared, pool)
+            _listen_pools[id(shared)] = found
+    view = copy.copy(transport)
+    view._pool = found[1]
+    return view
+
+
+def _listen_response_class() -> type:
+    from snodo.transports.http import _InterimSkippingResponse
+
+    class ListenResponse(_InterimSkippingResponse):
+        def __init__(self, sock: Any, *args: Any, **kwargs: Any) -> None:
+            super().__init__(sock, *args, **kwargs)
+            self.fp.close()  # nothing was read from it yet
+            self.fp = sock.makefile("rb", buffering=LISTEN_READ_BUFFER)
+
+    return ListenResponse
+
+
 def _refusal(transport: HttpTransport, message: dict[str, Any], response: Any) -> McpError:
     """The JSON answer (an error response) or the HTTP status, as an McpError."""
     from snodo.transports.http import _json_rpc
@@ -118,3 +172,6 @@ def _refusal(transport: HttpTransport, message: dict[str, Any], response: Any) -
             cause=("not_acknowledged",),
         )
     return transport._status_error(response, body)
+
+
+_ListenResponse = _listen_response_class()
