@@ -576,3 +576,30 @@ def test_the_subscriptions_example_runs() -> None:
     assert "accepted: {'toolsListChanged': True, 'resourceSubscriptions'" in done.stdout
     assert "slow consumer: Dropped(n=7)" in done.stdout
     assert "actor saw: ['file:///notes.md', 'file:///notes.md', 'file:///notes.md']" in done.stdout
+
+
+def test_an_http_listen_stream_whose_backlog_fills_ends_without_losing_events_silently(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """snodo's HTTP server ends a listen stream rather than drop its events; the client sees an
+    abrupt end (-32000) after the events that were sent."""
+    import snodo.server.http as server_http
+
+    monkeypatch.setattr(server_http, "LISTEN_BACKLOG", 1)
+    c = open_conn("http", LATEST)
+    try:
+        assert c.runtime is not None and c.runtime.subscription_source is not None
+        source = c.runtime.subscription_source
+        sub = c.client.listen({"resourceSubscriptions": URIS}, max_buffer=10_000)
+        for _ in range(2000):
+            c.runtime.resource_updated("mem://0")
+        assert source.count == 0
+        sub.demand(10_000)
+        events = []
+        while not isinstance(event := sub.next(timeout=10), Closed):
+            events.append(event)
+        assert event.reason is not None and event.reason.code == -32000
+        assert 0 < len(events) < 2000
+        assert all(e == Notification(UPDATED, events[0].params) for e in events)
+    finally:
+        c.close()
