@@ -604,3 +604,18 @@ def test_an_http_listen_stream_whose_backlog_fills_ends_without_losing_events_si
         assert all(e == Notification(UPDATED, events[0].params) for e in events)
     finally:
         c.close()
+
+
+@pytest.mark.parametrize("kind", ["direct", "http"])
+def test_closing_an_initialize_era_client_ends_its_session_subscriptions(kind: str) -> None:
+    """Decision 0017: the session is over, so are the subscriptions that used it."""
+    c = open_conn(kind, LEGACY)
+    try:
+        sub = c.client.listen({"toolsListChanged": True})
+        assert c.runtime is not None and c.runtime.subscription_source is not None
+        c.client.close()
+        end = sub.next(timeout=10)
+        assert isinstance(end, Closed) and end.reason is not None and end.reason.code == -32000
+        wait_until(lambda: c.runtime.subscription_source.count == 0)  # type: ignore[union-attr]
+    finally:
+        c.close()
