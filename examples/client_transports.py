@@ -3,7 +3,8 @@
     python examples/client_transports.py            # every leg
     python examples/client_transports.py direct     # only the legs named
 
-For each leg (in process, over stdio, over HTTP: one entry each in LEGS) and each
+For each leg (in process, over stdio, over HTTP, through a custom transport: one entry each in
+LEGS) and each
 protocol version, pinned with ``protocol=``, it opens a client and runs: the negotiated version,
 ``server/discover`` (2026-07-28) or the initialize-era session, the lists, a tool call, a call with
 progress, a resource read, a prompt, a completion, the ``deploy`` tool answered by an input handler,
@@ -81,10 +82,18 @@ def open_http(**options: Any) -> snodo.Client:
     return snodo.connect(snodo.Http(_http_server.url), **options)
 
 
+def open_custom(**options: Any) -> snodo.Client:
+    """The same Runtime through a custom transport (examples/custom_transport.py)."""
+    from custom_transport import SocketPairTransport
+
+    return snodo.connect((SocketPairTransport, build()), **options)
+
+
 LEGS: list[Leg] = [
     Leg("direct", open_direct),
     Leg("stdio", open_stdio),
     Leg("http", open_http),
+    Leg("custom", open_custom),
 ]
 
 

@@ -32,12 +32,14 @@ _EXPORTS = {
     "Closed": "snodo.protocol.subscriptions",
     "SubscriptionEvent": "snodo.protocol.subscriptions",
     "Subscription": "snodo.subscription",
+    "ConnectOptions": "snodo.transports.base",
 }
 
 __all__ = [
     "SUPPORTED_VERSIONS",
     "Client",
     "Closed",
+    "ConnectOptions",
     "Dropped",
     "HandlerError",
     "Http",
@@ -73,6 +75,7 @@ if TYPE_CHECKING:
     from snodo.protocol.subscriptions import Notification as Notification
     from snodo.protocol.subscriptions import SubscriptionEvent as SubscriptionEvent
     from snodo.subscription import Subscription as Subscription
+    from snodo.transports.base import ConnectOptions as ConnectOptions
     from snodo.transports.base import RequestOptions as RequestOptions
     from snodo.transports.base import Transport as Transport
     from snodo.transports.targets import Http as Http
@@ -80,6 +83,10 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> Any:
+    if name == "oauth":  # the subpackage, loaded on first use
+        import importlib
+
+        return importlib.import_module("snodo.oauth")
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'snodo' has no attribute {name!r}")

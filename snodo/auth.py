@@ -209,6 +209,10 @@ class TokenProvider(Protocol):
     which is how a client learns the server's challenge); ``refresh`` after a 401, or a 403
     whose challenge is ``insufficient_scope``, with the refused token, and returns the token to
     send once more. A provider that fails raises, and its error reaches the caller as it is.
+
+    Optional, for DPoP (RFC 9449; :class:`snodo.oauth.OAuthClient` has both):
+    ``request_headers(method, url, token) -> dict`` gives each attempt's authorization headers
+    in place of ``Bearer``, and ``dpop_nonce(url, nonce)`` receives each ``DPoP-Nonce``.
     """
 
     def token(self, url: str) -> str | None: ...

@@ -16,7 +16,9 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
-from snodo.protocol import errors, inputs, negotiation, paging, results
+import orjson
+
+from snodo.protocol import caching, errors, inputs, negotiation, paging, results
 from snodo.protocol import meta as meta_rules
 from snodo.protocol.dialects import Dialect
 from snodo.protocol.dialects.base import LIST_KINDS
@@ -24,9 +26,15 @@ from snodo.protocol.errors import HandlerError, McpError
 from snodo.protocol.negotiation import Session
 from snodo.protocol.results import InputRequired, Page
 from snodo.protocol.trace import validate_trace_context
-from snodo.transports.base import RequestOptions, Transport, supports_notify
+from snodo.transports.base import (
+    RequestOptions,
+    Transport,
+    supports_delete_session,
+    supports_notify,
+)
 
 if TYPE_CHECKING:
+    from snodo.cache import ResponseCache
     from snodo.subscription import Subscription
     from snodo.transports.listening import Listening, SubscriptionSink
 
@@ -38,6 +46,9 @@ STATE_ONLY_RETRY_DELAY = 0.25
 
 #: How long a second close() waits for the first one to finish (a transport bounds its own close).
 CLOSE_WAIT = 30.0
+
+#: The longest close() waits for a custom transport's delete_session (seconds).
+SESSION_DELETE_WAIT = 5.0
 
 ProgressTarget = Any  # a callable, a queue.Queue, or a Pykka ActorRef
 
@@ -67,6 +78,8 @@ class ClientOptions:
     max_pages: int = 1000
     reset_timeout_on_progress: bool = False
     max_total_timeout: float | None = 600.0
+    #: Use the process's response cache (``snodo.cache``) for cacheable results.
+    cache: bool = False
 
 
 def build_options(
@@ -80,8 +93,11 @@ def build_options(
     max_pages: int = 1000,
     reset_timeout_on_progress: bool = False,
     max_total_timeout: float | None = 600.0,
+    cache: bool = False,
 ) -> ClientOptions:
     """Validate the options every connection shares (unknown names are a TypeError)."""
+    if not isinstance(cache, bool):
+        raise TypeError("cache must be True or False")
     handlers = inputs.validate_handlers(input_handlers)
     _check_positive_int("max_input_rounds", max_input_rounds, allow_zero=True)
     _check_positive_int("max_pages", max_pages)
@@ -98,6 +114,7 @@ def build_options(
         max_pages=max_pages,
         reset_timeout_on_progress=reset_timeout_on_progress,
         max_total_timeout=max_total_timeout,
+        cache=cache,
     )
 
 
@@ -126,6 +143,12 @@ class Client:
             reset_timeout_on_progress=options.reset_timeout_on_progress,
             max_total_timeout=options.max_total_timeout,
         )
+        self._cache: ResponseCache | None = None
+        self._cache_ns: Any = None  # this connection's namespace (what invalidation matches)
+        self._cache_base: Any = None  # namespace, protocol and client metadata: every key's prefix
+        self._cache_credential: Callable[[], str] | None = None  # the private partition, hashed
+        if options.cache:
+            self._use_cache()
 
     # -- what the connection is -------------------------------------------------------------
 
@@ -168,40 +191,57 @@ class Client:
 
     # -- calls -----------------------------------------------------------------------------
 
-    def discover(self, *, timeout: float | None = None) -> dict[str, Any]:
+    def discover(
+        self, *, timeout: float | None = None, bypass_cache: bool = False
+    ) -> dict[str, Any]:
         """``server/discover`` (2026-07-28; refused with -32601 on initialize-era connections)."""
         self._dialect.check_client_request("server/discover")
-        return self._complete(self._call("server/discover", None, timeout=timeout))
+        return self._complete(
+            self._call("server/discover", None, timeout=timeout, bypass_cache=bypass_cache)
+        )
 
     def ping(self, *, timeout: float | None = None) -> dict[str, Any]:
         """``ping`` (initialize era)."""
         self._dialect.check_client_request("ping")
         return self._complete(self._call("ping", None, timeout=timeout))
 
-    def list_tools(self, *, timeout: float | None = None) -> list[dict[str, Any]]:
+    def list_tools(
+        self, *, timeout: float | None = None, bypass_cache: bool = False
+    ) -> list[dict[str, Any]]:
         """Every tool, following ``nextCursor`` to the end."""
-        return self._list_all("tools/list", timeout)
+        return self._list_all("tools/list", timeout, bypass_cache)
 
-    def list_resources(self, *, timeout: float | None = None) -> list[dict[str, Any]]:
+    def list_resources(
+        self, *, timeout: float | None = None, bypass_cache: bool = False
+    ) -> list[dict[str, Any]]:
         """Every resource, following ``nextCursor`` to the end."""
-        return self._list_all("resources/list", timeout)
+        return self._list_all("resources/list", timeout, bypass_cache)
 
-    def list_resource_templates(self, *, timeout: float | None = None) -> list[dict[str, Any]]:
+    def list_resource_templates(
+        self, *, timeout: float | None = None, bypass_cache: bool = False
+    ) -> list[dict[str, Any]]:
         """Every resource template, following ``nextCursor`` to the end."""
-        return self._list_all("resources/templates/list", timeout)
+        return self._list_all("resources/templates/list", timeout, bypass_cache)
 
-    def list_prompts(self, *, timeout: float | None = None) -> list[dict[str, Any]]:
+    def list_prompts(
+        self, *, timeout: float | None = None, bypass_cache: bool = False
+    ) -> list[dict[str, Any]]:
         """Every prompt, following ``nextCursor`` to the end."""
-        return self._list_all("prompts/list", timeout)
+        return self._list_all("prompts/list", timeout, bypass_cache)
 
     def list_page(
-        self, kind: str, cursor: str | None = None, *, timeout: float | None = None
+        self,
+        kind: str,
+        cursor: str | None = None,
+        *,
+        timeout: float | None = None,
+        bypass_cache: bool = False,
     ) -> Page:
         """One page of ``kind`` ("tools", "resources", "resource_templates", "prompts")."""
         method = LIST_KINDS.get(kind)
         if method is None:
             raise ValueError(f"unknown list kind {kind!r}; expected one of {sorted(LIST_KINDS)}")
-        return self._page(method, cursor, timeout)
+        return self._page(method, cursor, timeout, bypass_cache)
 
     def call_tool(
         self,
@@ -271,6 +311,7 @@ class Client:
         input_responses: Mapping[str, Any] | None = None,
         request_state: str | None = None,
         max_input_rounds: int | None = None,
+        bypass_cache: bool = False,
     ) -> dict[str, Any] | InputRequired:
         """``resources/read``."""
         return self._call(
@@ -283,6 +324,7 @@ class Client:
             input_responses=input_responses,
             request_state=request_state,
             max_input_rounds=max_input_rounds,
+            bypass_cache=bypass_cache,
         )
 
     def get_prompt(
@@ -328,6 +370,7 @@ class Client:
         max_input_rounds: int | None = None,
         reset_timeout_on_progress: bool | None = None,
         max_total_timeout: float | None = None,
+        bypass_cache: bool = False,
     ) -> dict[str, Any] | InputRequired:
         """Any request the negotiated dialect lets a client send (an extension's too on 2026-07-28)."""
         if not isinstance(method, str):
@@ -347,6 +390,7 @@ class Client:
             max_input_rounds=max_input_rounds,
             reset_timeout_on_progress=reset_timeout_on_progress,
             max_total_timeout=max_total_timeout,
+            bypass_cache=bypass_cache,
         )
 
     def listen(
@@ -391,6 +435,7 @@ class Client:
             self._closed = True
         if first:
             try:
+                self._end_session()
                 self._transport.close()
             finally:
                 self._close_done.set()
@@ -399,18 +444,26 @@ class Client:
 
     # -- the request pipeline ---------------------------------------------------------------
 
-    def _list_all(self, method: str, timeout: float | None) -> list[dict[str, Any]]:
+    def _list_all(
+        self, method: str, timeout: float | None, bypass_cache: bool = False
+    ) -> list[dict[str, Any]]:
+        first = self._page(method, None, timeout, bypass_cache)
+        if first.next_cursor is None:
+            return list(first.items)  # one page: nothing to follow (the common case)
         state = paging.start(method, self._options.max_pages)
-        cursor: str | None = None
-        while True:
-            page = self._page(method, cursor, timeout)
+        state, cursor = paging.advance(state, first)
+        while cursor is not None:
+            page = self._page(method, cursor, timeout, bypass_cache)
             state, cursor = paging.advance(state, page)
-            if cursor is None:
-                return cast("list[dict[str, Any]]", list(state.items))
+        return cast("list[dict[str, Any]]", list(state.items))
 
-    def _page(self, method: str, cursor: str | None, timeout: float | None) -> Page:
+    def _page(
+        self, method: str, cursor: str | None, timeout: float | None, bypass_cache: bool = False
+    ) -> Page:
         params = {"cursor": cursor} if cursor is not None else None
-        result = self._complete(self._call(method, params, timeout=timeout))
+        result = self._complete(
+            self._call(method, params, timeout=timeout, bypass_cache=bypass_cache)
+        )
         page = results.page_of(method, result)
         if method == "tools/list" and getattr(self._transport, "tool_headers", False):
             from snodo.transports.http import filter_listed_tools
@@ -439,9 +492,27 @@ class Client:
         reset_timeout_on_progress: bool | None = None,
         max_total_timeout: float | None = None,
         tool: Mapping[str, Any] | None = None,
+        bypass_cache: bool = False,
+        rounds_seen: list[int] | None = None,
     ) -> dict[str, Any] | InputRequired:
         if self._closed:
             raise errors.connection_error("Connection closed")
+        if (
+            self._cache is not None
+            and not bypass_cache
+            and method in caching.CACHEABLE_METHODS
+            and progress is None
+            and meta is None
+            and trace_context is None
+            and input_responses is None
+            and request_state is None
+            and max_input_rounds is None
+            and reset_timeout_on_progress is None
+            and max_total_timeout is None
+            and tool is None
+        ):
+            # Only timeout= may come with a cached call; any other per-call option sends it.
+            return self._cached_call(method, params, timeout)
         trace = validate_trace_context(trace_context) if trace_context is not None else None
         if (
             timeout is None
@@ -508,6 +579,8 @@ class Client:
                     cause=("max_input_rounds", outcome),
                 )
             rounds += 1
+            if rounds_seen is not None:
+                rounds_seen.append(rounds)
             last = outcome
             request_state = outcome.request_state
             if outcome.input_requests:
@@ -544,9 +617,112 @@ class Client:
     def _answer_server_request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         return answer_server_request(self._options.input_handlers, method, params)
 
+    # -- sessions and subscriptions ---------------------------------------------------------
+
+    def _end_session(self) -> None:
+        """Before closing: end a session the server identified, if the transport can."""
+        session = self._session
+        transport = self._transport
+        if (
+            session is None
+            or session.session_id is None
+            or not supports_delete_session(transport)
+            or getattr(transport, "deletes_session_on_close", False)
+        ):
+            return
+        wait = SESSION_DELETE_WAIT
+        if self._options.timeout is not None:
+            wait = min(wait, self._options.timeout)
+        try:
+            transport.delete_session(wait)  # type: ignore[attr-defined]
+        except McpError:
+            pass  # the session ends with the connection anyway
+
     def _observe_notification(self, method: str, params: dict[str, Any]) -> None:
-        """Hook for the response cache: every subscription notification, as it reaches the
-        client (before buffering and demand). Must be cheap and must not raise."""
+        """A subscription notification reached this client: drop the cached results it names.
+
+        Called by the subscription machinery as each event arrives, before the owner demands it.
+        """
+        cache = self._cache
+        if cache is None:
+            return
+        change = caching.invalidation(method, params)
+        if change is not None:
+            cache.invalidate(self._cache_ns, change)
+
+    # -- the response cache -----------------------------------------------------------------
+
+    def _use_cache(self) -> None:
+        """Join the process's cache under this connection's namespace (see decision 0019)."""
+        from snodo.cache import fresh_namespace, shared_cache
+
+        transport = self._transport
+        own = getattr(transport, "_cache_namespace", None)
+        credential = getattr(transport, "_cache_credential", None)
+        namespace: Any
+        if callable(own) and callable(credential):
+            namespace = own()
+            self._cache_credential = credential
+        else:
+            # A custom transport: public results only, shared when it names its endpoint.
+            named = getattr(transport, "cache_namespace", None)
+            kind = f"custom:{type(transport).__module__}.{type(transport).__qualname__}"
+            namespace = (kind, named) if named is not None else fresh_namespace(kind)
+            self._cache_credential = None
+        self._cache_ns = namespace
+        self._cache_base = caching.client_base(
+            namespace,
+            self._dialect.version,
+            self._options.client_info,
+            self._options.client_capabilities,
+        )
+        self._cache = shared_cache()
+
+    def _cached_call(
+        self, method: str, params: Mapping[str, Any] | None, timeout: float | None
+    ) -> dict[str, Any] | InputRequired:
+        """Serve a fresh stored result, or send the call and store what it may store."""
+        cache = self._cache
+        assert cache is not None
+        _check_timeout("timeout", timeout)
+        arg = caching.params_key(params)
+        public = caching.public_key(self._cache_base, method, arg)
+        data = cache.get(public)
+        if data is not None:
+            return cast("dict[str, Any]", orjson.loads(data))
+        credential_of = self._cache_credential
+        credential = credential_of() if credential_of is not None else None
+        if credential is not None:
+            data = cache.get(caching.private_key(self._cache_base, method, arg, credential))
+            if data is not None:
+                return cast("dict[str, Any]", orjson.loads(data))
+        generation = cache.generation  # read before sending: an invalidation after it wins
+        rounds: list[int] = []
+        outcome = self._call(method, params, timeout=timeout, bypass_cache=True, rounds_seen=rounds)
+        arrived = cache.clock()
+        hint = caching.storable(outcome)
+        if hint is None or rounds:  # the result of an answered input round is never stored
+            return outcome
+        if hint.scope == "public":
+            key = public
+        elif credential is None or credential_of is None or credential_of() != credential:
+            return outcome  # unknown credentials, or they changed while the call was out
+        else:
+            key = caching.private_key(self._cache_base, method, arg, credential)
+        try:
+            encoded = orjson.dumps(outcome)
+        except (TypeError, ValueError):
+            return outcome  # not plain JSON (an integer beyond 64 bits): not stored
+        cache.put(
+            key,
+            encoded,
+            expires=arrived + hint.ttl,
+            generation=generation,
+            namespace=self._cache_ns,
+            method=method,
+            uri=caching.read_uri(method, params),
+        )
+        return outcome
 
     def _listen_request(
         self,

@@ -17,7 +17,7 @@ from snodo.client import (
 from snodo.protocol import dialects, negotiation
 from snodo.protocol import meta as meta_rules
 from snodo.protocol.errors import McpError
-from snodo.transports.base import RequestOptions
+from snodo.transports.base import ConnectOptions, RequestOptions
 
 if TYPE_CHECKING:
     from snodo.server import Runtime
@@ -35,6 +35,7 @@ def direct(
     max_pages: int = 1000,
     reset_timeout_on_progress: bool = False,
     max_total_timeout: float | None = 600.0,
+    cache: bool = False,
 ) -> Client:
     """A client for ``runtime`` in this process: no transport, no JSON text in between.
 
@@ -53,6 +54,7 @@ def direct(
         max_pages=max_pages,
         reset_timeout_on_progress=reset_timeout_on_progress,
         max_total_timeout=max_total_timeout,
+        cache=cache,
     )
     version = negotiation.direct_version(options.protocol, runtime.enabled_versions)
     dialect = dialects.get(version)
@@ -90,10 +92,12 @@ def connect(
     verify: bool = True,
     ca_certs: str | None = None,
     client_cert: str | tuple[str, str] | None = None,
+    cache: bool = False,
 ) -> Client:
     """Connect to a server and settle the protocol version before returning.
 
-    ``target`` is ``snodo.Stdio(command, args)`` or ``snodo.Http(url)``. Allowed versions from both eras are probed with
+    ``target`` is ``snodo.Stdio(command, args)``, ``snodo.Http(url)``, or ``(TransportClass,
+    init_arg)`` for a custom transport (``snodo.Transport``). Allowed versions from both eras are probed with
     ``server/discover`` (``probe_timeout``); any answer but a discovery result reopens the
     transport — on stdio that starts the server again — and sends ``initialize``. A pin, or a
     list from one era, skips the probe.
@@ -110,6 +114,7 @@ def connect(
         max_pages=max_pages,
         reset_timeout_on_progress=reset_timeout_on_progress,
         max_total_timeout=max_total_timeout,
+        cache=cache,
     )
     if not isinstance(probe_timeout, (int, float)) or probe_timeout <= 0:
         raise ValueError("probe_timeout must be a positive number of seconds")
@@ -136,9 +141,16 @@ def connect(
             )
 
         return negotiate(open_http, options, probe_timeout)
+    if isinstance(target, tuple):
+        if env is not None or cwd is not None or headers is not None or token_provider is not None:
+            raise ValueError(
+                "env=, cwd=, headers= and token_provider= apply to built-in transports only"
+            )
+        return negotiate(custom_opener(target, options), options, probe_timeout)
     if not isinstance(target, Stdio):
         raise TypeError(
-            f"cannot connect to {target!r}: expected snodo.Stdio(...) or snodo.Http(...)"
+            f"cannot connect to {target!r}: expected snodo.Stdio(...), snodo.Http(...) "
+            "or (TransportClass, init_arg)"
         )
     if headers is not None or token_provider is not None:
         raise ValueError("headers= and token_provider= apply to HTTP servers only")
@@ -160,6 +172,32 @@ def connect(
         )
 
     return negotiate(open_transport, options, probe_timeout)
+
+
+def custom_opener(target: tuple[Any, ...], options: ClientOptions) -> Callable[[], Any]:
+    """Check ``(TransportClass, init_arg)`` and return what opens (and reopens) the transport."""
+    if len(target) != 2:
+        raise TypeError("a custom transport target is (TransportClass, init_arg)")
+    transport_class, init_arg = target
+    opener = getattr(transport_class, "connect", None)
+    if not callable(opener) or not callable(getattr(transport_class, "request", None)):
+        raise TypeError(
+            f"{transport_class!r} is not a snodo.Transport class: it needs connect() and request()"
+        )
+    connect_options = ConnectOptions(
+        timeout=options.timeout,
+        on_server_request=partial(answer_server_request, options.input_handlers),
+    )
+
+    def open_custom() -> Any:
+        transport = opener(init_arg, connect_options)
+        if not callable(getattr(transport, "request", None)) or not callable(
+            getattr(transport, "close", None)
+        ):
+            raise TypeError(f"{transport_class!r}.connect() did not return a snodo.Transport")
+        return transport
+
+    return open_custom
 
 
 def negotiate(

@@ -36,6 +36,7 @@ from snodo.supervision import (
     stop,
     watch,
 )
+from snodo.transports.base import supports_listen
 from snodo.transports.listening import Listening, session_fanout
 
 if TYPE_CHECKING:
@@ -218,7 +219,7 @@ def open_subscription(
     subs.check_buffer(max_buffer, overflow)
     dialect = client.dialect
     transport = client.transport
-    if dialect.stateless and not callable(getattr(transport, "listen", None)):
+    if dialect.stateless and not supports_listen(transport):
         raise TypeError(f"{type(transport).__name__} has no listen(); it cannot subscribe")
     if client.closed:
         raise errors.connection_error("Connection closed")

@@ -15,6 +15,7 @@ import pytest
 import snodo
 from snodo.protocol.dialects import SUPPORTED_VERSIONS
 from tests import client_runtime
+from tests.client_calls import check_calls, check_errors
 from tests.client_support import Wire
 
 ALL = list(SUPPORTED_VERSIONS)
@@ -38,27 +39,8 @@ def test_calls_work_over_direct_on_every_version(runtime: Any, version: str, wir
     """Calls: the same functions work over direct, on each of the three versions."""
     with snodo.direct(runtime, protocol=version) as client:
         assert client.version == version
-        names = [t["name"] for t in client.list_tools()]
-        assert "echo" in names
-        result = client.call_tool("echo", {"text": "json"})
-        assert result["content"] == [{"type": "text", "text": "json"}]
-        read = client.read_resource("note://readme")
-        assert read["contents"][0]["text"] == "hello from the readme"
-        prompt = client.get_prompt("review", {"name": "jason"})
-        assert "jason" in prompt["messages"][0]["content"]["text"]
-        completion = client.request(
-            "completion/complete",
-            {
-                "ref": {"type": "ref/prompt", "name": "review"},
-                "argument": {"name": "name", "value": "j"},
-            },
-        )
-        assert completion["completion"]["values"] == ["jason", "jq", "json"]
-        assert [t["uriTemplate"] for t in client.list_resource_templates()] == [
-            "note://pages/{name}"
-        ]
-        assert [r["uri"] for r in client.list_resources()] == ["note://readme"]
-        assert [p["name"] for p in client.list_prompts()] == ["review"]
+        check_calls(client)
+        check_errors(client)
     assert wire.sent, "messages were recorded and schema-checked"
 
 

@@ -1056,6 +1056,30 @@ def test_the_standalone_get_stream_delivers_server_requests(version: str) -> Non
         _standalone_get_stream(server, version)
 
 
+@pytest.mark.parametrize("version", ["2025-11-25", "2025-06-18"])
+def test_connect_returns_once_the_standalone_get_stream_is_open(version: str) -> None:
+    """Beyond the reference (docs/decisions/0013), regression: connect() returns only once the
+    server has answered the standalone GET, so a request the server sends there right after
+    (the TypeScript SDK sends roots/list from a tool there, and drops it while no stream is open:
+    found by tests/test_interop_everything.py) is not lost. Here the GET is answered late."""
+    answering = threading.Event()
+
+    def slow_stream(request: Request, ex: Exchange) -> None:
+        ex.pause(0.5)
+        answering.set()
+        ex.start_chunked()
+        ex.wait_client_gone(10.0)
+        ex.close()
+
+    with fault_server(McpResponder(session_id="s-slow-get")) as server:
+        server.once(lambda r: r.method == "GET", slow_stream)
+        client = http(server.url, protocol=version)
+        try:
+            assert answering.is_set(), "connect() returned before the GET stream was answered"
+        finally:
+            client.close()
+
+
 def _standalone_get_stream(fault_server: FaultServer, version: str) -> None:
     stream_open = threading.Event()
 

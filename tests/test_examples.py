@@ -105,3 +105,14 @@ def test_example_rejects_unknown_legs() -> None:
     done = run_example("carrier-pigeon")
     assert done.returncode == 2, done.stdout + done.stderr
     assert "unknown leg(s): carrier-pigeon" in done.stdout
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_example_custom_transport_leg_runs_the_same_calls(report: str, version: str) -> None:
+    """Custom transports: examples/custom_transport.py (a socket pair) runs the same checks."""
+    assert check_line(report, "custom", version, "version") == f"negotiated {version}"
+    assert check_line(report, "custom", version, "call_tool echo") == "'hello from snodo'"
+    progress = check_line(report, "custom", version, "progress")
+    assert progress == "3 reports (1/3, 2/3, 3/3) then 'counted to 3'", progress
+    deployed = check_line(report, "custom", version, "deploy (handler)")
+    assert deployed.endswith("-> deployed"), deployed

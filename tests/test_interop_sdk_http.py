@@ -18,11 +18,14 @@ see the probe, the session id and protocol version on every later request, the a
 to server requests, and the DELETE that close() sends. Every message snodo sent is validated
 against its version's schema.json after each test.
 
-The three server processes are started once for the module and ended at its end, by pid.
+The three server processes are started once for the module and ended at its end, by pid. Every
+test checks that no child process or file descriptor outlives it (the idle keep-alive sockets of
+snodo's shared HTTP pool aside).
 """
 
 from __future__ import annotations
 
+import base64
 import http.client
 import json
 import os
@@ -41,6 +44,7 @@ import pytest
 
 import snodo
 from snodo.supervision import green_mode
+from tests import stdio_support as support
 from tests.stdio_support import check_response, wait_until
 from tests.wire_schema import check_client_message
 
@@ -289,6 +293,20 @@ class Handlers:
             return [kind for kind, _ in self.seen]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _warm() -> None:
+    """Start the process-wide parts (supervision root, I/O hub) before any test's baseline."""
+    support.warm_up()
+
+
+@pytest.fixture(autouse=True)
+def _no_leaks() -> Iterator[None]:
+    """No child process or file descriptor outlives a test, except the idle keep-alive
+    sockets of snodo's process-wide HTTP pool (docs/decisions/0013)."""
+    with support.no_leaks(pooled=True):
+        yield
+
+
 @dataclass
 class Opened:
     """A client and what identifies its requests in the server's record."""
@@ -461,7 +479,7 @@ def test_every_list_call_returns_the_sdk_servers_definitions(client: snodo.Clien
     assert tools["echo"]["inputSchema"]["required"] == ["text"]
     assert tools["echo"]["description"] == "Echo the text back."
     assert "approval" not in tools["deploy"]["inputSchema"]["properties"]
-    assert [r["uri"] for r in client.list_resources()] == ["info://server"]
+    assert [r["uri"] for r in client.list_resources()] == ["info://server", "bytes://all"]
     templates = client.list_resource_templates()
     assert [t["uriTemplate"] for t in templates] == ["weather://{city}"]
     (prompt,) = client.list_prompts()
@@ -561,8 +579,9 @@ def test_concurrent_calls_from_sixteen_threads_share_one_client(client: snodo.Cl
 # -- resources, prompts, completion ----------------------------------------------------------
 
 
-def test_read_resource_static_and_from_a_template(client: snodo.Client) -> None:
-    """Resources: resources/read serves a static resource and a URI matched by the template."""
+def test_read_resource_static_binary_and_from_a_template(client: snodo.Client) -> None:
+    """Resources: resources/read serves a static text resource, a binary one (a base64 blob of
+    bytes that are not UTF-8) and a URI matched by the template."""
     static = client.read_resource("info://server")
     assert isinstance(static, dict)
     (contents,) = static["contents"]
@@ -575,6 +594,13 @@ def test_read_resource_static_and_from_a_template(client: snodo.Client) -> None:
     assert isinstance(templated, dict)
     assert templated["contents"][0]["text"] == "sunny in paris"
     assert templated["contents"][0]["uri"] == "weather://paris"
+    binary = client.read_resource("bytes://all")
+    assert isinstance(binary, dict)
+    (blob,) = binary["contents"]
+    assert blob["uri"] == "bytes://all"
+    assert blob["mimeType"] == "application/octet-stream"
+    assert "text" not in blob
+    assert base64.b64decode(blob["blob"]) == bytes(range(256))
 
 
 def test_unknown_resource_is_an_mcp_error(case: Case, client: snodo.Client) -> None:

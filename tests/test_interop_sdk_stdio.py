@@ -13,13 +13,16 @@ interactive tools use the SDK's resolvers: on 2026-07-28 they answer ``input_req
 input handlers answer the rounds; on the initialize era the SDK sends ``elicitation/create``,
 ``sampling/createMessage`` and ``roots/list`` mid-call and the same handlers answer them.
 
-Besides the conftest's thread/actor leak check, every test here checks that no child process
-(zombies included) or file descriptor outlives it, and test_close_ends_the_server_process checks
-that close() itself ends and reaps the server.
+The checks that only use a connection share one client per case for the module (a server start
+per test dominated the run time); the tests about opening, closing or handlers of their own open
+their own. Besides the conftest's thread/actor leak check, every test here checks that no child
+process (zombies included) or file descriptor outlives it, and test_close_ends_the_server_process
+checks that close() itself ends and reaps the server.
 """
 
 from __future__ import annotations
 
+import base64
 import sys
 import threading
 from collections.abc import Iterator, Sequence
@@ -158,23 +161,35 @@ def open_client(
     )
 
 
-@pytest.fixture(params=CASES, ids=[c.id for c in CASES])
+@pytest.fixture(scope="module", params=CASES, ids=[c.id for c in CASES])
 def case(request: pytest.FixtureRequest) -> Case:
     return request.param  # type: ignore[no-any-return]
 
 
-@pytest.fixture
-def handlers() -> Handlers:
-    return Handlers()
-
-
-@pytest.fixture
-def client(case: Case, handlers: Handlers) -> Iterator[snodo.Client]:
+@pytest.fixture(scope="module")
+def connection(case: Case) -> Iterator[tuple[snodo.Client, Handlers]]:
+    """One client per case, shared by the tests that only use it (a server start per test
+    would dominate the run time); the tests about opening and closing open their own."""
+    handlers = Handlers()
     opened = open_client(case, handlers)
     try:
-        yield opened
+        yield opened, handlers
     finally:
         opened.close()
+
+
+@pytest.fixture
+def handlers(connection: tuple[snodo.Client, Handlers]) -> Handlers:
+    """The shared client's handlers, with what they saw before this test forgotten."""
+    shared = connection[1]
+    with shared.lock:
+        shared.seen.clear()
+    return shared
+
+
+@pytest.fixture
+def client(connection: tuple[snodo.Client, Handlers], handlers: Handlers) -> snodo.Client:
+    return connection[0]
 
 
 def text_of(result: dict[str, Any]) -> str:
@@ -230,7 +245,7 @@ def test_every_list_call_returns_the_sdk_servers_definitions(client: snodo.Clien
     assert tools["echo"]["description"] == "Echo the text back."
     # The resolver-filled parameters are not part of the tools' input schemas.
     assert "approval" not in tools["deploy"]["inputSchema"]["properties"]
-    assert [r["uri"] for r in client.list_resources()] == ["info://server"]
+    assert [r["uri"] for r in client.list_resources()] == ["info://server", "bytes://all"]
     templates = client.list_resource_templates()
     assert [t["uriTemplate"] for t in templates] == ["weather://{city}"]
     (prompt,) = client.list_prompts()
@@ -328,8 +343,9 @@ def test_concurrent_calls_from_sixteen_threads_share_one_client(client: snodo.Cl
 # -- resources, prompts, completion ----------------------------------------------------------
 
 
-def test_read_resource_static_and_from_a_template(client: snodo.Client) -> None:
-    """Resources: resources/read serves a static resource and a URI matched by the template."""
+def test_read_resource_static_binary_and_from_a_template(client: snodo.Client) -> None:
+    """Resources: resources/read serves a static text resource, a binary one (a base64 blob of
+    bytes that are not UTF-8) and a URI matched by the template."""
     static = client.read_resource("info://server")
     assert isinstance(static, dict)
     (contents,) = static["contents"]
@@ -342,6 +358,13 @@ def test_read_resource_static_and_from_a_template(client: snodo.Client) -> None:
     assert isinstance(templated, dict)
     assert templated["contents"][0]["text"] == "sunny in paris"
     assert templated["contents"][0]["uri"] == "weather://paris"
+    binary = client.read_resource("bytes://all")
+    assert isinstance(binary, dict)
+    (blob,) = binary["contents"]
+    assert blob["uri"] == "bytes://all"
+    assert blob["mimeType"] == "application/octet-stream"
+    assert "text" not in blob
+    assert base64.b64decode(blob["blob"]) == bytes(range(256))
 
 
 def test_unknown_resource_is_an_mcp_error(client: snodo.Client) -> None:

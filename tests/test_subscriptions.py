@@ -619,3 +619,38 @@ def test_closing_an_initialize_era_client_ends_its_session_subscriptions(kind: s
         wait_until(lambda: c.runtime.subscription_source.count == 0)  # type: ignore[union-attr]
     finally:
         c.close()
+
+
+@pytest.mark.parametrize("kind", ["direct", "http"])
+def test_an_event_invalidates_the_response_cache_before_any_demand(kind: str) -> None:
+    """The seed's cache rule, end to end: a subscription event removes the cached read of its
+    URI when it reaches the client, though the owner has demanded nothing."""
+    from snodo.server import CacheHint
+
+    reads = iter(range(1, 100))
+    runtime = Runtime("cached", cache_hints={"resources": CacheHint(60_000, "public")})
+    runtime.add_resource("mem://doc", lambda ctx: f"read {next(reads)}")
+    server = serve_http(runtime) if kind == "http" else None
+    client = (
+        snodo.connect(snodo.Http(server.url), protocol=LATEST, cache=True)
+        if server is not None
+        else snodo.direct(runtime, cache=True)
+    )
+    try:
+
+        def text() -> str:
+            result = client.read_resource("mem://doc")
+            assert isinstance(result, dict)
+            return str(result["contents"][0]["text"])
+
+        assert text() == "read 1"
+        assert text() == "read 1"  # cached
+        sub = client.listen({"resourceSubscriptions": ["mem://doc"]}, max_buffer=1)
+        runtime.resource_updated("mem://doc")
+        wait_until(lambda: _stats_of(sub)[0] == 1)  # arrived, buffered, not demanded
+        assert text() == "read 2"
+        sub.close()
+    finally:
+        client.close()
+        if server is not None:
+            server.close()

@@ -3,6 +3,10 @@
 A transport moves one JSON-RPC message dict out and brings its response dict back. It decides
 nothing the protocol layer could decide: it raises ``McpError(kind="transport")`` for -32000
 (closed, unreachable, unusable) and -32001 (timeout) and returns every other answer as is.
+
+Custom transports: a class with a ``connect(init_arg, options)`` class method (see
+:class:`TransportClass`) whose instances implement :class:`Transport`, passed to
+``snodo.connect((TransportClass, init_arg))``.
 """
 
 from __future__ import annotations
@@ -34,9 +38,46 @@ class RequestOptions:
     tool: Mapping[str, Any] | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class ConnectOptions:
+    """What ``snodo.connect`` hands a custom transport's ``connect``."""
+
+    #: The client's default request timeout (seconds, None for none).
+    timeout: float | None = 30.0
+    #: Answers server-to-client requests that arrive outside a request in flight.
+    on_server_request: ServerRequestHandler | None = None
+
+
 @runtime_checkable
 class Transport(Protocol):
-    """A connection to one MCP server. ``notify`` is optional (see ``supports_notify``)."""
+    """A connection to one MCP server: ``request`` and ``close`` are required.
+
+    Optional methods, looked up when needed:
+
+    - ``notify(message, options) -> None`` sends a notification (``notifications/initialized``).
+      Without it only 2026-07-28 connections can open (initialize-era ones are -32602).
+    - ``listen(message, options, sink) -> Listening`` opens a ``subscriptions/listen`` stream
+      (2026-07-28; ``snodo.transports.listening`` has the sink and the handle); without it
+      ``Client.listen()`` raises TypeError there (see :func:`supports_listen`).
+    - ``delete_session(timeout) -> None`` ends the session the server identified; the client
+      calls it on close when the session has an id.
+
+    An initialize-era session is carried by the transport, not by the client: after
+    ``initialize`` the client reads the transport's ``session_id`` attribute (the
+    ``Mcp-Session-Id`` response header an HTTP-like transport captured; absent or None if none);
+    the transport adds the session headers (``MCP-Protocol-Version`` from
+    ``options.dialect.version`` and the session id) to later requests itself; and a request the
+    server sends during a call is answered by calling ``options.on_server_request(method,
+    params)`` and sending back its result (an ``McpError`` it raises is the error answer).
+    ``options.on_progress`` receives each ``notifications/progress`` params of the request; a
+    transport that ignores it delivers no progress.
+
+    Caching: a custom transport may expose a hashable ``cache_namespace`` attribute naming its
+    endpoint; clients whose transports report equal namespaces (and the same protocol and client
+    metadata) share public results. Without it each connection has a namespace of its own.
+    Private results are never stored for custom transports: the client cannot identify their
+    credentials.
+    """
 
     def request(self, message: dict[str, Any], options: RequestOptions) -> dict[str, Any]:
         """Send a request and return its JSON-RPC response dict (``result`` or ``error``)."""
@@ -47,6 +88,24 @@ class Transport(Protocol):
         ...
 
 
+class TransportClass(Protocol):
+    """A custom transport class: ``connect`` opens a connection and returns the transport."""
+
+    def connect(self, init_arg: Any, options: ConnectOptions) -> Transport:
+        """Open a connection to the server ``init_arg`` names (a class method on the class)."""
+        ...
+
+
 def supports_notify(transport: object) -> bool:
     """True when the transport can send notifications (needed for initialize-era sessions)."""
     return callable(getattr(transport, "notify", None))
+
+
+def supports_listen(transport: object) -> bool:
+    """True when the transport can open ``subscriptions/listen`` streams."""
+    return callable(getattr(transport, "listen", None))
+
+
+def supports_delete_session(transport: object) -> bool:
+    """True when the transport can end a session the server identified."""
+    return callable(getattr(transport, "delete_session", None))

@@ -183,6 +183,16 @@ class DirectTransport:
         close_session_channel(self._peer.session)
         end_session_subscriptions(self, errors.connection_error("Connection closed"))
 
+    def _cache_namespace(self) -> tuple[str, int]:
+        """Clients of the same Runtime share public results."""
+        from snodo.cache import namespace_of
+
+        return namespace_of("direct", self._runtime)
+
+    def _cache_credential(self) -> str:
+        """No credentials in process, and no session id: one private partition per Runtime."""
+        return "direct"
+
     def _server_request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         call: _InlineCall | _TaskCall | None = getattr(_current, "call", None)
         if call is None:

@@ -47,6 +47,9 @@ DEFAULT_RETRY_MS = 1000
 #: The standalone GET stream: connect timeout, and how long close() waits for its reader.
 LISTENER_CONNECT = 30.0
 LISTENER_STOP = 2.0
+#: How long notifications/initialized waits for the GET stream to open (or be refused), so that
+#: a server request sent there after connect() returns is not lost (docs/decisions/0013).
+LISTENER_SETTLE = 5.0
 #: Connections kept per host in the shared pool (concurrent requests beyond it open and close).
 POOL_MAXSIZE = 32
 
@@ -175,6 +178,8 @@ class HttpTransport:
 
     #: The client filters tools with invalid x-mcp-header annotations and retries on -32020.
     tool_headers = True
+    #: close() sends the session's DELETE itself (the client does not call delete_session).
+    deletes_session_on_close = True
 
     def __init__(
         self,
@@ -192,6 +197,7 @@ class HttpTransport:
         self._server_requests = on_server_request
         self._listener: Task | None = None
         self._listening: Any = None  # the standalone GET stream's response, while open
+        self._listener_settled = threading.Event()  # its first GET was answered, or failed
         self.url = target.url
         self._user_headers = check_user_headers(
             dict(headers or {}), token_provider=token_provider is not None
@@ -199,6 +205,9 @@ class HttpTransport:
         self._provider = token_provider
         self._limit = max_response_bytes
         self._pool = _pool(verify, ca_certs, client_cert)
+        self._tls = (verify, ca_certs)
+        self._client_cert = client_cert
+        self._credential: tuple[str | None, str | None, str] | None = None
         self.session_id: str | None = None
         self._closed = False
 
@@ -239,6 +248,8 @@ class HttpTransport:
             self._listener = Task(
                 lambda: self._listen(options.dialect), f"snodo-http-get-{self.session_id[:8]}"
             )
+            settle = LISTENER_SETTLE if options.timeout is None else options.timeout
+            self._listener_settled.wait(min(settle, LISTENER_SETTLE))
 
     def listen(
         self, message: dict[str, Any], options: RequestOptions, sink: SubscriptionSink
@@ -279,6 +290,28 @@ class HttpTransport:
         self.delete_session()
         end_session_subscriptions(self, errors.connection_error("Connection closed"))
 
+    # -- cache identity (hashed; see snodo.protocol.caching) -------------------------------------
+
+    def _cache_namespace(self) -> tuple[str, str]:
+        """Public results are shared by the same URL, non-credential headers and TLS options."""
+        from snodo.protocol import caching
+
+        return caching.http_namespace(self.url, self._user_headers, self._limit, self._tls)
+
+    def _cache_credential(self) -> str:
+        """The private partition: credential headers, the provider's token, client cert, session."""
+        token = self._token()
+        known = self._credential
+        if known is not None and known[0] == token and known[1] == self.session_id:
+            return known[2]
+        from snodo.protocol import caching
+
+        value = caching.http_credential(
+            self._user_headers, token, self._client_cert, self.session_id
+        )
+        self._credential = (token, self.session_id, value)
+        return value
+
     # -- internals -----------------------------------------------------------------------------
 
     _version: str | None = None
@@ -287,6 +320,12 @@ class HttpTransport:
         """The standalone GET stream of an initialize-era session: requests and notifications
         a server sends only there (405: the server has none). Broken streams are resumed with
         Last-Event-ID after the server's retry delay; it ends with close()."""
+        try:
+            self._listen_until_closed(dialect)
+        finally:
+            self._listener_settled.set()
+
+    def _listen_until_closed(self, dialect: Any) -> None:
         options = RequestOptions(
             dialect=dialect, timeout=LISTENER_CONNECT, on_server_request=self._server_requests
         )
@@ -305,10 +344,12 @@ class HttpTransport:
             try:
                 response, _ = self._send("GET", None, headers, LISTENER_CONNECT, stream=True)
             except McpError as error:
+                self._listener_settled.set()
                 _log.info("standalone stream unavailable", url=self.url, error=error.message)
                 failures += 1
                 threading.Event().wait(retry_ms / 1000.0)
                 continue
+            self._listener_settled.set()
             content_type = (response.headers.get("content-type") or "").split(";")[0].strip()
             if response.status != 200 or content_type != "text/event-stream":
                 _log.debug("no standalone stream", url=self.url, status=response.status)
@@ -398,6 +439,10 @@ class HttpTransport:
         if token is not None:
             token = check_token(token)
         response, deadline = self._attempt(method, body, headers, token, timeout, stream)
+        if response.status == 401 and _nonce_challenge(self._challenge(response)):
+            # a DPoP nonce the server just issued (RFC 9449 §9): one more proof, same token
+            _discard(response)
+            response, deadline = self._attempt(method, body, headers, token, timeout, stream)
         if response.status in (401, 403):
             second = self._challenge(response)
             status = response.status
@@ -436,7 +481,11 @@ class HttpTransport:
         if body is not None:
             all_headers["Content-Type"] = "application/json"
         if token is not None:
-            all_headers["Authorization"] = f"Bearer {token}"
+            custom = getattr(self._provider, "request_headers", None)
+            if custom is None:
+                all_headers["Authorization"] = f"Bearer {token}"
+            else:  # a DPoP-bound token: its scheme and a fresh proof per request (RFC 9449)
+                all_headers.update(custom(method, self.url, token))
         deadline = None if timeout is None else time.monotonic() + timeout
         attempt = _Attempt()
         timer = None
@@ -465,6 +514,10 @@ class HttpTransport:
             _attempts.current = None
             if timer is not None:
                 timer.cancel()
+        nonce = response.headers.get("dpop-nonce")
+        note_nonce = getattr(self._provider, "dpop_nonce", None)
+        if nonce is not None and note_nonce is not None:
+            note_nonce(self.url, nonce)
         head = sum(len(name) + len(value) + 4 for name, value in response.headers.items())
         length = response.headers.get("content-length")
         if head > self._limit or (
@@ -783,3 +836,8 @@ def _discard(response: Any) -> None:
         response.close()
     except Exception:
         pass
+
+
+def _nonce_challenge(challenge: Challenge | None) -> bool:
+    """True for a DPoP ``use_dpop_nonce`` challenge (RFC 9449 §9)."""
+    return challenge is not None and challenge.error == "use_dpop_nonce"

@@ -151,6 +151,14 @@ class StdioTransport:
     def __repr__(self) -> str:
         return f"<StdioTransport {self.name} {' '.join(self._child.argv)}>"
 
+    def _cache_namespace(self) -> tuple[str, str]:
+        """Each server process is a cache namespace of its own (``name`` is unique)."""
+        return ("stdio", self.name)
+
+    def _cache_credential(self) -> str:
+        """The process is the partition; stdio carries no credentials or session id."""
+        return "stdio"
+
     # -- Transport protocol ------------------------------------------------------------------
 
     def request(self, message: dict[str, Any], options: RequestOptions) -> dict[str, Any]:

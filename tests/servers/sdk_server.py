@@ -46,6 +46,8 @@ from pydantic import BaseModel
 
 NAME = "snodo-interop-sdk"
 LANGUAGES = ["python", "pypy", "perl", "rust", "ruby"]
+#: The bytes of the binary resource: every byte value once (not valid UTF-8).
+BINARY = bytes(range(256))
 CITIES = ["berlin", "bern", "boston", "paris"]
 
 
@@ -127,6 +129,12 @@ def build(name: str = NAME) -> MCPServer:
     @server.resource("info://server", mime_type="text/plain", description="About this server.")
     def info() -> str:
         return f"{NAME} on mcp 2.3.0"
+
+    @server.resource(
+        "bytes://all", mime_type="application/octet-stream", description="Every byte value."
+    )
+    def all_bytes() -> bytes:
+        return BINARY
 
     @server.resource("weather://{city}", mime_type="text/plain", description="Weather by city.")
     def weather(city: str) -> str:
