@@ -35,6 +35,12 @@ def _warm() -> None:
     support.warm_up()
 
 
+@pytest.fixture(autouse=True)
+def _no_leaks() -> Iterator[None]:
+    with support.no_leaks(pooled=True):
+        yield
+
+
 def _http_server(tmp: Path) -> tuple[subprocess.Popen[bytes], int]:
     log = open(tmp / "sdk-http.log", "wb")  # noqa: SIM115 - closed with the process
     process = subprocess.Popen(

@@ -47,6 +47,14 @@ def _warm() -> None:
     warm_up()
 
 
+@pytest.fixture(autouse=True)
+def _no_leaks() -> Iterator[None]:
+    """No child process or file descriptor outlives a test (idle keep-alive sockets of the
+    shared HTTP pool aside); threads and actors are checked by conftest."""
+    with no_leaks(pooled=True):
+        yield
+
+
 @dataclass
 class Conn:
     client: snodo.Client

@@ -134,8 +134,14 @@ def _listening_view(transport: HttpTransport) -> HttpTransport:
             class Pool(urllib3.HTTPConnectionPool):
                 ConnectionCls = Connection
 
+                def _put_conn(self, conn: Any) -> None:
+                    _never_reuse(conn)
+
             class TlsPool(urllib3.HTTPSConnectionPool):
                 ConnectionCls = TlsConnection
+
+                def _put_conn(self, conn: Any) -> None:
+                    _never_reuse(conn)
 
             pool = urllib3.PoolManager(num_pools=16, **{**shared.connection_pool_kw, "maxsize": 1})
             pool.pool_classes_by_scheme = {"http": Pool, "https": TlsPool}
@@ -144,6 +150,16 @@ def _listening_view(transport: HttpTransport) -> HttpTransport:
     view = copy.copy(transport)
     view._pool = found[1]
     return view
+
+
+def _never_reuse(conn: Any) -> None:
+    """A listen connection is not kept for another request (urllib3 hands a connection back
+    when a body was read to its end): it is closed."""
+    if conn is not None:
+        try:
+            conn.close()
+        except Exception:
+            pass
 
 
 def _listen_response_class() -> type:
