@@ -27,22 +27,32 @@ _EXPORTS = {
     "SUPPORTED_VERSIONS": "snodo.protocol.dialects",
     "Transport": "snodo.transports.base",
     "RequestOptions": "snodo.transports.base",
+    "Notification": "snodo.protocol.subscriptions",
+    "Dropped": "snodo.protocol.subscriptions",
+    "Closed": "snodo.protocol.subscriptions",
+    "SubscriptionEvent": "snodo.protocol.subscriptions",
+    "Subscription": "snodo.subscription",
     "ConnectOptions": "snodo.transports.base",
 }
 
 __all__ = [
     "SUPPORTED_VERSIONS",
     "Client",
+    "Closed",
     "ConnectOptions",
+    "Dropped",
     "HandlerError",
     "Http",
     "InputRequired",
     "McpError",
+    "Notification",
     "Page",
     "Progress",
     "RequestOptions",
     "Session",
     "Stdio",
+    "Subscription",
+    "SubscriptionEvent",
     "Transport",
     "__version__",
     "connect",
@@ -60,6 +70,11 @@ if TYPE_CHECKING:
     from snodo.protocol.negotiation import Session as Session
     from snodo.protocol.results import InputRequired as InputRequired
     from snodo.protocol.results import Page as Page
+    from snodo.protocol.subscriptions import Closed as Closed
+    from snodo.protocol.subscriptions import Dropped as Dropped
+    from snodo.protocol.subscriptions import Notification as Notification
+    from snodo.protocol.subscriptions import SubscriptionEvent as SubscriptionEvent
+    from snodo.subscription import Subscription as Subscription
     from snodo.transports.base import ConnectOptions as ConnectOptions
     from snodo.transports.base import RequestOptions as RequestOptions
     from snodo.transports.base import Transport as Transport

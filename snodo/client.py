@@ -35,6 +35,8 @@ from snodo.transports.base import (
 
 if TYPE_CHECKING:
     from snodo.cache import ResponseCache
+    from snodo.subscription import Subscription
+    from snodo.transports.listening import Listening, SubscriptionSink
 
 #: Request ids are fresh integers, unique in the process, so one client can be shared freely.
 _ids = itertools.count(1)
@@ -391,6 +393,40 @@ class Client:
             bypass_cache=bypass_cache,
         )
 
+    def listen(
+        self,
+        notifications: Mapping[str, Any],
+        *,
+        timeout: float | None = None,
+        max_buffer: int = 100,
+        overflow: str = "drop_oldest",
+        owner: Any = None,
+        meta: Mapping[str, Any] | None = None,
+        trace_context: Mapping[str, Any] | None = None,
+    ) -> Subscription:
+        """Open a ``subscriptions/listen`` stream with ``notifications`` (a SubscriptionFilter,
+        sent as given) and return once the server acknowledged it (``sub.accepted``).
+
+        Events arrive against demand (``sub.demand(n)``, ``sub.next()``, iteration); at most
+        ``max_buffer`` wait, ``overflow`` ("drop_oldest" or "drop_newest") decides what a full
+        buffer drops. ``owner`` (an ActorRef, a greenlet, the current thread; default: the
+        caller) owns it: an actor owner receives ``SubscriptionEvent(ref, event)`` messages, and
+        the subscription is cancelled when the owner ends. See ``snodo.subscription``.
+        """
+        from snodo.subscription import open_subscription
+
+        _check_timeout("timeout", timeout)
+        return open_subscription(
+            self,
+            notifications,
+            timeout=timeout if timeout is not None else self._options.timeout,
+            max_buffer=max_buffer,
+            overflow=overflow,
+            owner=owner,
+            meta=meta,
+            trace_context=trace_context,
+        )
+
     def close(self) -> None:
         """Close the connection; later calls fail with -32000. Idempotent: every caller returns
         once the connection is closed (a racing caller waits for the first, within a bound)."""
@@ -687,6 +723,33 @@ class Client:
             uri=caching.read_uri(method, params),
         )
         return outcome
+
+    def _listen_request(
+        self,
+        notifications: dict[str, Any],
+        sink: SubscriptionSink,
+        timeout: float | None,
+        meta: Mapping[str, Any] | None,
+        trace_context: Mapping[str, Any] | None,
+    ) -> Listening:
+        """Send ``subscriptions/listen`` through the transport (2026-07-28)."""
+        trace = validate_trace_context(trace_context) if trace_context is not None else None
+        message: dict[str, Any] = {
+            "jsonrpc": "2.0",
+            "id": next_request_id(),
+            "method": "subscriptions/listen",
+            "params": meta_rules.build_params(
+                self._dialect,
+                {"notifications": notifications},
+                client_info=self._options.client_info,
+                client_capabilities=self._options.client_capabilities,
+                meta=meta,
+                trace=trace,
+            ),
+        }
+        options = replace(self._request_options, timeout=timeout)
+        listening: Listening = self._transport.listen(message, options, sink)  # type: ignore[attr-defined]
+        return listening
 
 
 def answer_server_request(

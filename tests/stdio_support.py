@@ -245,21 +245,19 @@ def _new_fds(before: dict[int, str]) -> dict[int, str]:
 def pooled_sockets() -> set[str]:
     """The sockets (as /proc/self/fd names them) of the idle keep-alive connections in snodo's
     process-wide HTTP pool (docs/decisions/0013): shared by every client, kept after close()."""
-    from snodo.transports import http as snodo_http
+    from snodo.transports import http_wire
 
     found = set()
-    with snodo_http._pools_lock:
-        managers = list(snodo_http._pools.values())
-    for manager in managers:
-        for key in list(manager.pools.keys()):
-            pool = manager.pools.get(key)
-            if pool is None or pool.pool is None:
-                continue
-            for connection in list(pool.pool.queue):
-                sock = getattr(connection, "sock", None)
-                if sock is not None and sock.fileno() >= 0:
-                    with contextlib.suppress(OSError):
-                        found.add(os.readlink(f"/proc/self/fd/{sock.fileno()}"))
+    with http_wire._pools_lock:
+        pools = list(http_wire._pools.values())
+    for pool in pools:
+        with pool._lock:
+            conns = [conn for idle in pool._idle.values() for conn in idle]
+        for conn in conns:
+            fileno = conn.sock.fileno()
+            if fileno >= 0:
+                with contextlib.suppress(OSError):
+                    found.add(os.readlink(f"/proc/self/fd/{fileno}"))
     return found
 
 

@@ -465,7 +465,17 @@ def test_every_list_call_returns_the_sdk_servers_definitions(client: snodo.Clien
     """Lists: tools/list, resources/list, resources/templates/list and prompts/list return
     everything the SDK server registered, with its schemas."""
     tools = {tool["name"]: tool for tool in client.list_tools()}
-    assert set(tools) == {"echo", "add", "fail", "count", "deploy", "summarize", "roots", "pid"}
+    assert set(tools) == {
+        "echo",
+        "add",
+        "fail",
+        "count",
+        "deploy",
+        "summarize",
+        "roots",
+        "pid",
+        "announce",
+    }
     assert tools["echo"]["inputSchema"]["required"] == ["text"]
     assert tools["echo"]["description"] == "Echo the text back."
     assert "approval" not in tools["deploy"]["inputSchema"]["properties"]
@@ -483,7 +493,7 @@ def test_every_list_call_returns_the_sdk_servers_definitions(client: snodo.Clien
 def test_one_page_per_list_call(client: snodo.Client) -> None:
     """Paging: list_page returns one page; the SDK server sends no nextCursor, so it is the last."""
     page = client.list_page("tools")
-    assert len(page.items) == 8
+    assert len(page.items) == 9
     assert page.next_cursor is None
 
 
@@ -764,7 +774,7 @@ def test_json_answers_instead_of_event_streams(protocol: str, servers: dict[str,
     opened = open_client(servers["json"], protocol, Handlers())
     with opened.client as client:
         assert client.version == protocol
-        assert len(client.list_tools()) == 8
+        assert len(client.list_tools()) == 9
         counted = client.call_tool("count", {"steps": 2}, progress=seen.append)
         assert isinstance(counted, dict)
         assert text_of(counted) == "counted 2"

@@ -46,9 +46,9 @@ def test_discover_result_has_versions_capabilities_cache_hints_and_server_info()
     assert result["resultType"] == "complete"
     assert result["supportedVersions"] == list(VERSIONS)
     assert result["capabilities"] == {
-        "tools": {},
-        "resources": {},
-        "prompts": {},
+        "tools": {"listChanged": True},
+        "resources": {"subscribe": True, "listChanged": True},
+        "prompts": {"listChanged": True},
         "completions": {},
     }
     assert result["instructions"].startswith("Tools to echo")
@@ -64,7 +64,7 @@ def test_discover_defaults_to_private_zero_ttl_and_omits_absent_instructions() -
     result = Conn(tools_only()).ok("server/discover")
     assert (result["ttlMs"], result["cacheScope"]) == (0, "private")
     assert "instructions" not in result
-    assert result["capabilities"] == {"tools": {}}
+    assert result["capabilities"] == {"tools": {"listChanged": True}}
 
 
 def test_discover_lists_enabled_versions_in_preference_order() -> None:
@@ -86,7 +86,10 @@ def test_discover_matches_the_spec_example_shape() -> None:
     assert result == {
         "resultType": "complete",
         "supportedVersions": ["2026-07-28"],
-        "capabilities": {"tools": {}, "resources": {}},
+        "capabilities": {
+            "tools": {"listChanged": True},
+            "resources": {"subscribe": True, "listChanged": True},
+        },
         "_meta": {SI: {"name": "ExampleServer", "version": "1.0.0"}},
         "ttlMs": 3_600_000,
         "cacheScope": "public",
@@ -469,7 +472,7 @@ def test_methods_behind_unadvertised_capabilities_are_32601(
         if conn.init_result
         else conn.ok("server/discover")["capabilities"]
     )
-    assert caps == {"tools": {}}
+    assert caps == {"tools": {"listChanged": True}}
     error = conn.err(method, params)
     assert error["code"] == -32601 and error["data"] == {"method": method}
 
@@ -487,7 +490,9 @@ def test_templates_alone_advertise_resources() -> None:
     rt = Runtime("r", "1")
     rt.add_resource_template("notes://{name}", lambda uri, v, ctx: v["name"], name="note")
     conn = Conn(rt)
-    assert conn.ok("server/discover")["capabilities"] == {"resources": {}}
+    assert conn.ok("server/discover")["capabilities"] == {
+        "resources": {"subscribe": True, "listChanged": True}
+    }
     assert conn.ok("resources/list")["resources"] == []
     assert len(conn.ok("resources/templates/list")["resourceTemplates"]) == 1
 

@@ -269,7 +269,7 @@ def test_mutating_identity_and_capabilities_never_changes_the_runtime(version: s
         _mutate(first)
         second = conn.ok("server/discover")
         assert second["_meta"][SI]["name"] == "snodo-example"
-        assert second["capabilities"]["tools"] == {}
+        assert second["capabilities"]["tools"] == {"listChanged": True}
         call = conn.ok("tools/call", {"name": "echo", "arguments": {"text": "x"}})
         _mutate(call)
         assert (
@@ -281,14 +281,14 @@ def test_mutating_identity_and_capabilities_never_changes_the_runtime(version: s
         _mutate(conn.init_result)
         other = Conn(rt, version).init_result
         assert other is not None and other["serverInfo"]["name"] == "snodo-example"
-        assert other["capabilities"]["tools"] == {}
+        assert other["capabilities"]["tools"] == {"listChanged": True}
     assert rt.server_info["name"] == "snodo-example"
     info = rt.server_info
     info["name"] = "changed"
     assert rt.server_info["name"] == "snodo-example"
     caps = rt.capabilities
     caps["tools"]["listChanged"] = True
-    assert rt.capabilities["tools"] == {}
+    assert rt.capabilities["tools"] == {"listChanged": True}
 
 
 def test_prompt_description_and_arguments_are_fresh() -> None:

@@ -70,11 +70,17 @@ def test_cache_hints_are_validated() -> None:
 def test_capabilities_follow_registrations() -> None:
     rt = Runtime()
     rt.add_tool("t", lambda a, ctx: "")
-    assert rt.capabilities == {"tools": {}}
+    assert rt.capabilities == {"tools": {"listChanged": True}}
+    assert Runtime(subscriptions=False).capabilities == {}
     rt.add_resource_template("x://{y}", lambda u, v, ctx: "", name="x")
     rt.add_prompt("p", lambda a, ctx: "")
     rt.completion(lambda *a: [])
-    assert rt.capabilities == {"tools": {}, "resources": {}, "prompts": {}, "completions": {}}
+    assert rt.capabilities == {
+        "tools": {"listChanged": True},
+        "resources": {"subscribe": True, "listChanged": True},
+        "prompts": {"listChanged": True},
+        "completions": {},
+    }
     rt.remove_tool("t")
     rt.remove_resource_template("x://{y}")
     rt.remove_prompt("p")

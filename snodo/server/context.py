@@ -61,6 +61,8 @@ class ServerSession:
     client_info: dict[str, Any] | None = None
     initialized: bool = False
     session_id: str | None = None
+    #: The session's notification channel (``snodo.server.subscriptions``), once opened.
+    channel: Any = None
 
 
 @dataclass
@@ -78,6 +80,9 @@ class Peer:
     session: ServerSession | None = None
     server_request: ServerRequest | None = None
     inflight: dict[RequestId, Context] = field(default_factory=dict, repr=False)
+    #: Takes a ``subscriptions/listen`` stream (a ``ServerSubscription``) and starts it;
+    #: None when the transport cannot serve subscriptions.
+    listen: Callable[[Any], None] | None = None
 
 
 class InputRequiredSignal(BaseException):

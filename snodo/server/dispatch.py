@@ -27,6 +27,7 @@ from typing import Any, Final
 
 import orjson
 
+from snodo.protocol import subscriptions
 from snodo.protocol.dialects import DIALECTS, Dialect
 from snodo.protocol.errors import (
     INVALID_REQUEST,
@@ -49,6 +50,7 @@ from snodo.server.context import (
 from snodo.server.request_state import INVALID_STATE, arguments_digest, decode_state, encode_state
 from snodo.server.runtime import HINT_FOR_METHOD, Runtime
 from snodo.server.shaping import ANY_STRUCTURED_CONTENT
+from snodo.server.subscriptions import ListenStarted
 
 # The 2026-07-28 _meta keys (kept private here; snodo.protocol.meta is the public home).
 PROTOCOL_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
@@ -108,6 +110,8 @@ def dispatch(
         result = _serve(runtime, rid, method, params, peer, progress)
     except McpError as exc:
         return {"jsonrpc": "2.0", "id": rid, "error": exc.to_wire()}
+    except ListenStarted:
+        return None  # the transport streams the subscription; its end is the response
     return {"jsonrpc": "2.0", "id": rid, "result": result}
 
 
@@ -648,7 +652,54 @@ def _complete(rt: Runtime, ctx: Context, params: dict[str, Any]) -> Result:
     return {"completion": {"values": values, **completion}}
 
 
+def _listen(rt: Runtime, ctx: Context, params: dict[str, Any]) -> Result:
+    """``subscriptions/listen``: acknowledge the honoured subset and hand the stream to the
+    transport (``Peer.listen``); no response until the stream ends."""
+    source = rt.subscription_source
+    if source is None:
+        raise method_not_found(ctx.method)
+    requested = subscriptions.validate_filter(params.get("notifications"))
+    start = ctx._peer.listen if ctx._peer is not None else None
+    if start is None:
+        raise McpError(
+            METHOD_NOT_FOUND,
+            "Method not found: subscriptions/listen (this transport cannot stream it)",
+            {"method": ctx.method},
+        )
+    # Every core kind is honoured (a list may gain its first item later); extension keys
+    # (the tasks extension's taskIds) are not: they are left out of the acknowledgement.
+    start(source.open(ctx.request_id, subscriptions.honoured(requested)))
+    raise ListenStarted()
+
+
+def _resource_subscription(subscribe: bool) -> Handler:
+    def handle(rt: Runtime, ctx: Context, params: dict[str, Any]) -> Result:
+        if rt.subscription_source is None or not _has_resources(rt):
+            raise _not_advertised(ctx.method, "resources.subscribe")
+        uri = params.get("uri")
+        if type(uri) is not str:
+            raise invalid_params(f"{ctx.method} needs uri (a string)")
+        session = ctx._peer.session if ctx._peer is not None else None
+        channel = session.channel if session is not None else None
+        if channel is None:
+            raise McpError(
+                METHOD_NOT_FOUND,
+                f"Method not found: {ctx.method} (this transport cannot send notifications)",
+                {"method": ctx.method},
+            )
+        if subscribe:
+            channel.add_uri(uri)
+        else:
+            channel.remove_uri(uri)
+        return {}
+
+    return handle
+
+
 _HANDLERS: Final[dict[str, Handler]] = {
+    "subscriptions/listen": _listen,
+    "resources/subscribe": _resource_subscription(True),
+    "resources/unsubscribe": _resource_subscription(False),
     "server/discover": _discover,
     "tools/list": _lister("tools", lambda rt: bool(rt._tools), "tools"),
     "tools/call": _tools_call,

@@ -87,6 +87,11 @@ from snodo.server.context import Context, Peer, RequestId, ServerSession
 from snodo.server.dispatch import dispatch
 from snodo.server.outbound import PendingAnswer, deliver_answer
 from snodo.server.runtime import Runtime
+from snodo.server.subscriptions import (
+    ServerSubscription,
+    close_session_channel,
+    open_session_channel,
+)
 
 __all__ = [
     "DEFAULT_KEEPALIVE_INTERVAL",
@@ -113,6 +118,9 @@ DEFAULT_MAX_CONNECTIONS: Final = 1000
 DEFAULT_PORT: Final = 8000
 #: Events kept per response stream for ``Last-Event-ID`` replay (oldest dropped first).
 EVENT_BUFFER: Final = 1000
+#: Events queued for a listen stream whose client does not keep up; beyond it the stream ends
+#: (without its result: the client sees an abrupt end and may listen again).
+LISTEN_BACKLOG: Final = 10_000
 #: Messages queued per session for its standalone GET stream (oldest dropped first).
 STANDALONE_BUFFER: Final = 256
 #: Finished response streams a session keeps for replay.
@@ -587,6 +595,7 @@ class HttpServer:
         self._bridge = _Bridge()
         self._sessions: dict[str, _Session] = {}
         self._jobs: set[_Job] = set()
+        self._listen_subs: set[ServerSubscription] = set()
         self._workers: set[threading.Thread] = set()
         self._busy = 0  # workers holding a concurrency slot
         self._running = 0  # workers not finished
@@ -711,6 +720,10 @@ class HttpServer:
             sessions = list(self._sessions.values())
             jobs = list(self._jobs)
         closing = McpError(INTERNAL_ERROR, "Server shutting down")
+        with self._lock:
+            listening = list(self._listen_subs)
+        for sub in listening:
+            sub.finish()  # each stream ends with its listen result
         for session in sessions:
             self._end_session(session, "the server is closing", 503, closing)
         for job in jobs:
@@ -776,6 +789,7 @@ class HttpServer:
                 del self._sessions[session.id]
             jobs = list(session.jobs.values())
             streams = [*session.streams.values(), session.standalone]
+        close_session_channel(session.state)
         for job in jobs:
             self._cancel_job(job)
         for stream in streams:
@@ -1005,6 +1019,8 @@ class HttpServer:
         problem = checks.check_modern_request(request.method, params, req.headers, schema)
         if problem is not None:
             return req.error(400, request.id, problem)
+        if request.method == "subscriptions/listen":
+            return self._modern_listen(req, message)
         if request.method in INLINE_METHODS:
             response = self._dispatch(message, Peer("http"))
             return self._json(req, response, modern=True)
@@ -1012,6 +1028,47 @@ class HttpServer:
         if not isinstance(job, _Job):
             return job(req)
         return self._respond(req, job.stream, job=job, modern=True)
+
+    def _modern_listen(self, req: _Request, message: dict[str, Any]) -> Iterable[bytes]:
+        """``subscriptions/listen``: its response is an event stream of its own (the
+        acknowledgement, then the events) until the client closes it or the server ends it."""
+        taken: list[ServerSubscription] = []
+        try:
+            response = dispatch(self.runtime, message, Peer("http", listen=taken.append))
+        except (Exception, SystemExit) as exc:
+            _log.exception("dispatch failed", method="subscriptions/listen")
+            response = jsonrpc.error_response(
+                message.get("id"), McpError(INTERNAL_ERROR, f"Internal error: {type(exc).__name__}")
+            )
+        if not taken:
+            assert response is not None
+            return self._json(req, response, modern=True)
+        sub = taken[0]
+        stream = _Stream(None, deque(), rid=sub.id)
+
+        def emit(note: dict[str, Any]) -> None:
+            with self._lock:
+                full = len(stream.events) >= LISTEN_BACKLOG
+            if full:  # the client stopped reading: end the stream rather than lose events
+                _log.warning("a listen stream's backlog is full; ending it", id=sub.id)
+                self._end_stream(stream, 200, None)
+            if full or not self._push(stream, jsonrpc.encode(note), final="id" in note):
+                raise connection_error("Connection closed: the subscription stream has ended")
+
+        with self._lock:
+            self._listen_subs.add(sub)
+        sub.start(emit)
+        return self._listen_stream(req, stream, sub)
+
+    def _listen_stream(
+        self, req: _Request, stream: _Stream, sub: ServerSubscription
+    ) -> Iterator[bytes]:
+        try:
+            yield from self._respond(req, stream, defer=False, modern=True)
+        finally:
+            sub.close()  # the client closed the connection: that is the cancellation
+            with self._lock:
+                self._listen_subs.discard(sub)
 
     # -- initialize era ----------------------------------------------------------------------
 
@@ -1038,6 +1095,10 @@ class HttpServer:
                 if not self._closing:
                     self._sessions[sid] = session
             headers.append(("Mcp-Session-Id", sid))
+            standalone = session.standalone
+            open_session_channel(
+                self.runtime, state, lambda note: self._push(standalone, jsonrpc.encode(note))
+            )
         return self._json(req, response, modern=False, headers=headers)
 
     def _legacy_request(

@@ -25,6 +25,7 @@ import orjson
 from snodo.protocol.dialects import DIALECTS, SUPPORTED_VERSIONS, Dialect
 from snodo.server.pagination import page_bounds
 from snodo.server.shaping import shape
+from snodo.server.subscriptions import SubscriptionSource
 
 if TYPE_CHECKING:
     from snodo.server.context import Context
@@ -180,6 +181,7 @@ class Runtime:
         description: str | None = None,
         icons: Sequence[Mapping[str, Any]] | None = None,
         website_url: str | None = None,
+        subscriptions: bool = True,
     ) -> None:
         if isinstance(versions, str):
             versions = (versions,)
@@ -241,6 +243,12 @@ class Runtime:
         #: Hook point for list-changed notifications: called with "tools", "resources" or
         #: "prompts" after every change (a later issue wires subscriptions to it).
         self._change_listeners: list[Callable[[str], None]] = []
+        #: Open subscriptions (listen streams and initialize-era session channels); None when
+        #: the runtime serves none (``subscriptions=False``: listen is -32601).
+        self.subscription_source: SubscriptionSource | None = None
+        if subscriptions:
+            self.subscription_source = SubscriptionSource()
+            self._change_listeners.append(self.subscription_source.list_changed)
 
     # -- identity --------------------------------------------------------------------------
 
@@ -259,12 +267,13 @@ class Runtime:
     def capabilities(self) -> dict[str, Any]:
         """Server capabilities derived from what is registered (a fresh dict)."""
         caps: dict[str, Any] = {}
+        notifies = self.subscription_source is not None
         if self._tools:
-            caps["tools"] = {}
+            caps["tools"] = {"listChanged": True} if notifies else {}
         if self._resources or self._templates:
-            caps["resources"] = {}
+            caps["resources"] = {"subscribe": True, "listChanged": True} if notifies else {}
         if self._prompts:
-            caps["prompts"] = {}
+            caps["prompts"] = {"listChanged": True} if notifies else {}
         if self._completion is not None:
             caps["completions"] = {}
         return caps
@@ -587,6 +596,20 @@ class Runtime:
     def remove_completion(self) -> None:
         self._completion = None
         self._changed("completions")
+
+    # -- subscriptions ---------------------------------------------------------------------
+
+    def resource_updated(self, uri: str) -> None:
+        """Tell the subscribers of ``uri`` that it changed (``notifications/resources/updated``)."""
+        if not isinstance(uri, str):
+            raise TypeError("uri must be a string")
+        if self.subscription_source is not None:
+            self.subscription_source.resource_updated(uri)
+
+    def close_subscriptions(self) -> None:
+        """End every open listen stream gracefully (each gets its listen result)."""
+        if self.subscription_source is not None:
+            self.subscription_source.finish_all()
 
     # -- views (used by dispatch) ----------------------------------------------------------
 

@@ -80,6 +80,11 @@ from snodo.server.context import Context, Peer, RequestId, ServerSession
 from snodo.server.dispatch import dispatch
 from snodo.server.outbound import PendingAnswer, deliver_answer
 from snodo.server.runtime import Runtime
+from snodo.server.subscriptions import (
+    ServerSubscription,
+    close_session_channel,
+    open_session_channel,
+)
 
 __all__ = [
     "DEFAULT_MAX_CONCURRENCY",
@@ -202,7 +207,9 @@ class _Server:
             session=ServerSession(),
             server_request=self._server_request,
             inflight=_Inflight(self._local),
+            listen=self._start_listen,
         )
+        self._listens: dict[RequestId, ServerSubscription] = {}
         self._read = _reader(stdin)
         self._out = _Writer(stdout)
         self._framer = LineFramer(max_line_bytes)
@@ -300,6 +307,8 @@ class _Server:
         if request.method == "initialize":
             # No user code runs here, and every later line must see the negotiated version.
             self._send_response(self._dispatch(message))
+            if self.peer.session is not None and self.peer.session.version is not None:
+                open_session_channel(self.runtime, self.peer.session, self._emit)
             return
         job = _Job(request.id, request.method)
         with self._lock:
@@ -322,7 +331,13 @@ class _Server:
 
     def _notification(self, note: jsonrpc.Notification, message: dict[str, Any]) -> None:
         if note.method == "notifications/cancelled" and note.params is not None:
-            self._cancel(note.params.get("requestId"))
+            rid: Any = note.params.get("requestId")
+            with self._lock:
+                listening = self._listens.pop(rid, None) if type(rid) in (str, int) else None
+            if listening is not None:
+                listening.close()  # the client cancelled its subscription: no result follows
+                return
+            self._cancel(rid)
         try:
             dispatch(self.runtime, message, self.peer)  # cheap: marks a context, sets a flag
         except Exception:
@@ -353,7 +368,32 @@ class _Server:
         """Deliver the client's answer to server request ``sid``; False if none is waiting."""
         return deliver_answer(self._lock, self._pending, sid, result, error)
 
+    def _start_listen(self, sub: ServerSubscription) -> None:
+        """A ``subscriptions/listen`` stream: acknowledged at once, then its events are
+        interleaved on stdout until the client cancels it or the server finishes it."""
+        rid = sub.id
+        assert rid is not None
+        with self._lock:
+            self._listens[rid] = sub
+
+        def ended() -> None:
+            with self._lock:
+                if self._listens.get(rid) is sub:
+                    del self._listens[rid]
+
+        sub.start(self._emit, ended)
+
+    def _emit(self, message: dict[str, Any]) -> None:
+        if not self._out.write(jsonrpc.encode_line(message)):
+            raise connection_error("Connection closed: stdout is closed")
+
     def _end_of_input(self, grace: float) -> None:
+        with self._lock:
+            listens = list(self._listens.values())
+            self._listens.clear()
+        for listening in listens:
+            listening.close()
+        close_session_channel(self.peer.session)
         with self._lock:
             self._eof = True
             pending = list(self._pending.values())

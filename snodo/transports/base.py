@@ -56,8 +56,9 @@ class Transport(Protocol):
 
     - ``notify(message, options) -> None`` sends a notification (``notifications/initialized``).
       Without it only 2026-07-28 connections can open (initialize-era ones are -32602).
-    - ``listen(...)`` opens a ``subscriptions/listen`` stream; without it ``Client.listen()``
-      raises (see :func:`supports_listen`).
+    - ``listen(message, options, sink) -> Listening`` opens a ``subscriptions/listen`` stream
+      (2026-07-28; ``snodo.transports.listening`` has the sink and the handle); without it
+      ``Client.listen()`` raises TypeError there (see :func:`supports_listen`).
     - ``delete_session(timeout) -> None`` ends the session the server identified; the client
       calls it on close when the session has an id.
 

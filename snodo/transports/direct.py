@@ -16,6 +16,14 @@ from typing import TYPE_CHECKING, Any
 from snodo.protocol import errors
 from snodo.protocol.errors import McpError
 from snodo.transports.base import RequestOptions, ServerRequestHandler
+from snodo.transports.listening import (
+    Listening,
+    StreamRoute,
+    SubscriptionSink,
+    deliver_session_notification,
+    end_session_subscriptions,
+    ended_before_ack,
+)
 
 if TYPE_CHECKING:
     from snodo.server import Peer, Runtime
@@ -121,7 +129,46 @@ class DirectTransport:
                 "The runtime answered a request with no response",
                 cause=("no_response", message.get("method")),
             )
+        if message.get("method") == "initialize" and "result" in response:
+            self._open_session_channel()
         return response
+
+    def listen(
+        self, message: dict[str, Any], options: RequestOptions, sink: SubscriptionSink
+    ) -> Listening:
+        """Serve ``subscriptions/listen`` from the runtime: the server-side subscription emits
+        its messages straight into this stream's route (no JSON text); cancelling closes the
+        source. ``close()`` of the client leaves it open."""
+        from snodo.server import Peer, dispatch
+        from snodo.server.subscriptions import ServerSubscription
+
+        if self._closed:
+            raise errors.connection_error("Connection closed")
+        taken: list[ServerSubscription] = []
+        peer = Peer("direct", session=None, listen=taken.append)
+        response = dispatch(self._runtime, message, peer)
+        if not taken:
+            if response is not None and isinstance(response.get("error"), dict):
+                raise McpError.from_wire(response["error"])
+            raise ended_before_ack()
+        sub = taken[0]
+        route = StreamRoute(message["id"], sink)
+        sub.start(route.on_message)
+        accepted = route.wait_ack(0)
+
+        def cancel() -> None:
+            route.silence()
+            sub.close()
+
+        return Listening(accepted, cancel)
+
+    def _open_session_channel(self) -> None:
+        from snodo.server.subscriptions import open_session_channel
+
+        def emit(note: dict[str, Any]) -> None:
+            deliver_session_notification(self, note["method"], note.get("params"))
+
+        open_session_channel(self._runtime, self._peer.session, emit)
 
     def notify(self, message: dict[str, Any], options: RequestOptions) -> None:
         """Deliver a notification to the runtime."""
@@ -130,7 +177,11 @@ class DirectTransport:
         self._dispatch_inline(message, options.on_server_request)
 
     def close(self) -> None:
+        from snodo.server.subscriptions import close_session_channel
+
         self._closed = True
+        close_session_channel(self._peer.session)
+        end_session_subscriptions(self, errors.connection_error("Connection closed"))
 
     def _cache_namespace(self) -> tuple[str, int]:
         """Clients of the same Runtime share public results."""

@@ -27,6 +27,12 @@ from snodo.protocol.sse import EventTooLarge, SseParser
 from snodo.transports import http_wire
 from snodo.transports.base import RequestOptions, ServerRequestHandler
 from snodo.transports.http_wire import WireError
+from snodo.transports.listening import (
+    Listening,
+    SubscriptionSink,
+    deliver_session_notification,
+    end_session_subscriptions,
+)
 from snodo.transports.targets import Http
 
 _log = get_logger("snodo.transports.http")
@@ -187,6 +193,14 @@ class HttpTransport:
             settle = LISTENER_SETTLE if options.timeout is None else options.timeout
             self._listener_settled.wait(min(settle, LISTENER_SETTLE))
 
+    def listen(
+        self, message: dict[str, Any], options: RequestOptions, sink: SubscriptionSink
+    ) -> Listening:
+        """``subscriptions/listen`` on a POST of its own (see ``http_listen``)."""
+        from snodo.transports.http_listen import open_listen
+
+        return open_listen(self, message, options, sink)
+
     def delete_session(self, timeout: float | None = None) -> None:
         """End the initialize-era session with DELETE (its outcome is ignored; 405 is fine)."""
         if self.session_id is None:
@@ -216,6 +230,7 @@ class HttpTransport:
         if listener is not None:
             listener.join(LISTENER_STOP)
         self.delete_session()
+        end_session_subscriptions(self, errors.connection_error("Connection closed"))
 
     # -- cache identity (hashed; see snodo.protocol.caching) -------------------------------------
 
@@ -298,6 +313,7 @@ class HttpTransport:
                             self._serve(item, options)
                         else:
                             _log.debug("notification", method=item["method"])
+                            deliver_session_notification(self, item["method"], item.get("params"))
             except Exception as exc:  # a broken stream, or close() shutting it down
                 _log.info("standalone stream broke off", url=self.url, error=repr(exc))
             finally:
@@ -308,6 +324,13 @@ class HttpTransport:
             failures += 1
             if not self._closed:
                 threading.Event().wait(retry_ms / 1000.0)
+        if not self._closed:  # the stream could not be resumed: session subscriptions end
+            end_session_subscriptions(
+                self,
+                errors.connection_error(
+                    "The session's event stream is gone", cause=("standalone_stream",)
+                ),
+            )
 
     def _session_for(self, message: dict[str, Any]) -> str | None:
         return None if message.get("method") == "initialize" else self.session_id
@@ -631,6 +654,8 @@ class HttpTransport:
                         params = item.get("params") or {}
                         if params.get("progressToken") == request_id and options.on_progress:
                             on_progress(params)
+                    else:
+                        deliver_session_notification(self, item["method"], item.get("params"))
         except BaseException:
             _discard(response)
             raise

@@ -26,6 +26,7 @@ from typing import Any
 from snodo._log import get_logger
 from snodo._tasks import Task, TaskCancelled
 from snodo.protocol import errors, jsonrpc
+from snodo.protocol import subscriptions as subs
 from snodo.protocol.errors import McpError
 from snodo.protocol.framing import LineFramer, Oversized
 from snodo.supervision import ChildSpec, Owner, Watch, watch
@@ -33,6 +34,13 @@ from snodo.supervision.pooled import PooledActor
 from snodo.transports import process
 from snodo.transports.base import RequestOptions, ServerRequestHandler
 from snodo.transports.io_hub import READ_SIZE, hub
+from snodo.transports.listening import (
+    Listening,
+    StreamRoute,
+    SubscriptionSink,
+    deliver_session_notification,
+    end_session_subscriptions,
+)
 from snodo.transports.targets import Stdio
 
 _log = get_logger("snodo.transports.stdio")
@@ -106,6 +114,7 @@ class StdioTransport:
         self._framer = LineFramer(max_line_bytes)
         self._stderr_framer = LineFramer(STDERR_LINE_BYTES)
         self._pending: dict[Any, _Call] = {}
+        self._listens: dict[Any, StreamRoute] = {}  # open subscriptions by listen id
         self._lock = threading.Lock()
         self._write_lock = threading.Lock()
         self._outbox_lock = threading.Lock()
@@ -202,6 +211,60 @@ class StdioTransport:
         finally:
             self._pending.pop(request_id, None)  # atomic; the lock orders only _lost with it
 
+    def listen(
+        self, message: dict[str, Any], options: RequestOptions, sink: SubscriptionSink
+    ) -> Listening:
+        """Write a ``subscriptions/listen`` request and wait for its acknowledgement; its
+        events are routed by ``_meta`` subscription id on the shared connection."""
+        request_id = message["id"]
+        route = StreamRoute(request_id, sink)
+        with self._lock:
+            if self._lost is not None:
+                raise _copy(self._lost)
+            self._listens[request_id] = route
+        try:
+            try:
+                self._write(message, time.monotonic() + WRITE_TIMEOUT)
+            except TimeoutError:
+                raise errors.timeout_error(WRITE_TIMEOUT, cause=("write_timeout",)) from None
+            accepted = route.wait_ack(options.timeout)
+        except BaseException:
+            self._end_listen(request_id, "The client stopped waiting")
+            raise
+        return Listening(accepted, lambda: self._end_listen(request_id, "Subscription closed"))
+
+    def _end_listen(self, request_id: Any, reason: str) -> None:
+        """Cancel a subscription: no more events reach it; the server is told."""
+        with self._lock:
+            route = self._listens.pop(request_id, None)
+        if route is not None:
+            route.silence()
+            self._cancel(request_id, reason)
+
+    def _route_listen(self, method: str, params: dict[str, Any] | None) -> bool:
+        """A notification for an open subscription (by ``_meta`` id, or a server's
+        ``notifications/cancelled`` for the listen id); False if it is not one."""
+        sid = subs.subscription_id(params)
+        if sid is None and method == subs.CANCELLED:
+            sid = subs.cancelled_id(params)
+        route = self._listens.get(sid) if sid is not None else None
+        if route is None:
+            return False
+        route.on_notification(method, params)
+        if route.ended:
+            with self._lock:
+                if self._listens.get(sid) is route:
+                    del self._listens[sid]
+        return True
+
+    def _end_listens(self, error: McpError) -> None:
+        with self._lock:
+            routes = list(self._listens.values())
+            self._listens.clear()
+        for route in routes:
+            route.end(_copy(error))
+        end_session_subscriptions(self, _copy(error))
+
     def notify(self, message: dict[str, Any], options: RequestOptions) -> None:
         """Write a notification."""
         with self._lock:
@@ -236,6 +299,7 @@ class StdioTransport:
         try:
             for call in calls:
                 call.inbox.put(("error", self._lost))
+            self._end_listens(self._lost)
             if self._watch is not None:
                 self._watch.cancel()
             self._seal_stdin()
@@ -546,6 +610,7 @@ class StdioTransport:
             calls = list(self._pending.values())
         for call in calls:
             call.inbox.put(("error", error))
+        self._end_listens(error)
         return error
 
     # -- internals: the hub's callbacks (on the hub thread; never block) -----------------------
@@ -583,12 +648,18 @@ class StdioTransport:
             call = self._pending.pop(request_id, None)
             if call is not None:
                 self._followers.discard(call)
+            route = self._listens.pop(request_id, None) if call is None else None
+        if route is not None:
+            route.on_message(message)
+            return
         if call is None:
             _log.info("dropped a response to an unknown id", connection=self.name, id=request_id)
             return
         call.inbox.put(("response", message))
 
     def _on_notification(self, method: str, params: dict[str, Any] | None) -> None:
+        if self._listens and self._route_listen(method, params):
+            return
         if method == "notifications/progress" and params is not None:
             token = params.get("progressToken")
             with self._lock:
@@ -609,6 +680,7 @@ class StdioTransport:
             call.inbox.put(("progress", params))
             return
         _log.debug("notification", connection=self.name, method=method)
+        deliver_session_notification(self, method, params)
 
     def _on_server_request(
         self, request_id: Any, method: str, params: dict[str, Any] | None, message: dict[str, Any]

@@ -110,6 +110,18 @@ def build(name: str = NAME) -> MCPServer:
     def roots(listed: Annotated[ListRootsResult, Resolve(ask_roots)]) -> str:
         return ",".join(str(root.uri) for root in listed.roots)
 
+    @server.tool(description="Publish a subscription event: tools, prompts, resources or a URI.")
+    async def announce(what: str, ctx: Context) -> str:
+        if what == "tools":
+            await ctx.notify_tools_changed()
+        elif what == "prompts":
+            await ctx.notify_prompts_changed()
+        elif what == "resources":
+            await ctx.notify_resources_changed()
+        else:
+            await ctx.notify_resource_updated(what)
+        return what
+
     @server.tool(description="The server process id (for checks from outside).")
     def pid() -> int:
         return os.getpid()

@@ -1,0 +1,1 @@
+"""The MCP actors, on ``snodo.supervision``: one ``SubscriptionStream`` per subscription."""

@@ -1,0 +1,222 @@
+"""What transports share for subscriptions: the sink they feed, the handle they return, the
+client side of one listen stream (:class:`StreamRoute`) and the initialize-era fan-out of a
+session's notifications (:class:`SessionFanout`).
+
+A transport with ``listen(message, options, sink) -> Listening`` can serve
+``Client.listen``: it sends the listen request, returns once the acknowledgement arrives, and
+then calls ``sink.notification(method, params)`` for each event and ``sink.closed(error)`` once
+at the end (``None``: a graceful end). ``Listening.cancel()`` ends the stream from the client
+side (stdio: ``notifications/cancelled``; HTTP: closes the connection; direct: closes the
+source); no sink call follows it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from snodo._log import get_logger
+from snodo.protocol import errors
+from snodo.protocol import subscriptions as subs
+from snodo.protocol.errors import McpError
+
+_log = get_logger("snodo.transports.listening")
+
+
+class SubscriptionSink(Protocol):
+    """Where a transport puts one subscription's events (must not block, never raises)."""
+
+    def notification(self, method: str, params: dict[str, Any]) -> None: ...
+
+    def closed(self, error: McpError | None) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Listening:
+    """An acknowledged subscription: the accepted filter and the way to cancel it."""
+
+    accepted: dict[str, Any]
+    cancel: Callable[[], None]
+
+
+def ended_before_ack() -> McpError:
+    return errors.connection_error(
+        "The subscription stream ended before its acknowledgement", cause=("not_acknowledged",)
+    )
+
+
+class StreamRoute:
+    """The client side of one listen stream: acknowledgement first, then events, then the end."""
+
+    __slots__ = ("_acked", "_lock", "accepted", "ended", "failure", "id", "sink")
+
+    def __init__(self, sid: subs.SubscriptionId, sink: SubscriptionSink) -> None:
+        self.id = sid
+        self.sink = sink
+        self.accepted: dict[str, Any] | None = None
+        self.failure: McpError | None = None
+        self.ended = False
+        self._lock = threading.Lock()
+        self._acked = threading.Event()
+
+    def on_message(self, message: Mapping[str, Any]) -> None:
+        """A message of this stream (a notification, or the listen request's response)."""
+        method = message.get("method")
+        if isinstance(method, str):
+            params = message.get("params")
+            self.on_notification(method, params if isinstance(params, dict) else None)
+        else:
+            self.end(subs.read_response(message).error)
+
+    def on_notification(self, method: str, params: dict[str, Any] | None) -> None:
+        verdict = subs.read_notification(method, params)
+        if isinstance(verdict, subs.Acknowledged):
+            with self._lock:
+                if self.accepted is not None or self.ended:
+                    return
+                self.accepted = verdict.accepted
+            self._acked.set()
+        elif isinstance(verdict, subs.Ended):
+            self.end(None)
+        elif self.accepted is None:
+            _log.info("dropped an event that came before the acknowledgement", method=method)
+        elif not self.ended:
+            self.sink.notification(verdict.method, verdict.params)
+
+    def end(self, error: McpError | None) -> None:
+        """The stream is over (a result, a cancellation, or the transport is gone)."""
+        with self._lock:
+            if self.ended:
+                return
+            self.ended = True
+            acked = self.accepted is not None
+            if not acked:
+                self.failure = error if error is not None else ended_before_ack()
+        if not acked:
+            self._acked.set()
+            return
+        try:
+            self.sink.closed(error)
+        except Exception:
+            _log.exception("a subscription sink failed")
+
+    def silence(self) -> None:
+        """The client cancelled: nothing more reaches the sink."""
+        with self._lock:
+            self.ended = True
+            if self.accepted is None and self.failure is None:
+                self.failure = errors.connection_error("Subscription cancelled")
+        self._acked.set()
+
+    def wait_ack(self, timeout: float | None) -> dict[str, Any]:
+        """The accepted filter, once acknowledged; the failure, or -32001 after ``timeout``."""
+        if not self._acked.wait(timeout):
+            raise errors.timeout_error(timeout or 0.0, cause=("not_acknowledged",))
+        if self.failure is not None:
+            raise self.failure
+        assert self.accepted is not None
+        return self.accepted
+
+
+class SessionFanout:
+    """Initialize era: a session's unsolicited notifications, fanned out to the subscriptions
+    whose filter asked for them (``snodo.protocol.subscriptions.matches``)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._subs: dict[object, tuple[dict[str, Any], SubscriptionSink]] = {}
+        self._uris: Counter[str] = Counter()
+
+    def add(self, accepted: dict[str, Any], sink: SubscriptionSink) -> object:
+        token = object()
+        with self._lock:
+            self._subs[token] = (accepted, sink)
+            self._uris.update(accepted.get(subs.RESOURCES_KEY) or ())
+        return token
+
+    def set_uris(self, token: object, uris: list[str]) -> None:
+        """Narrow a subscription's URIs to those the server accepted."""
+        with self._lock:
+            entry = self._subs.get(token)
+            if entry is None:
+                return
+            accepted, _ = entry
+            old = accepted.get(subs.RESOURCES_KEY) or []
+            self._uris.subtract(old)
+            self._uris.update(uris)
+            if uris:
+                accepted[subs.RESOURCES_KEY] = list(uris)
+            else:
+                accepted.pop(subs.RESOURCES_KEY, None)
+            self._uris = +self._uris
+
+    def remove(self, token: object) -> list[str]:
+        """Forget a subscription; the URIs no other subscription of the session wants."""
+        with self._lock:
+            entry = self._subs.pop(token, None)
+            if entry is None:
+                return []
+            uris = entry[0].get(subs.RESOURCES_KEY) or []
+            self._uris.subtract(uris)
+            gone = [u for u in uris if self._uris[u] <= 0]
+            self._uris = +self._uris
+        return gone
+
+    def deliver(self, method: str, params: dict[str, Any] | None) -> None:
+        """A session notification: to every subscription that asked for it."""
+        if not self._subs:
+            return
+        with self._lock:
+            targets = [
+                sink for accepted, sink in self._subs.values() if _wants(accepted, method, params)
+            ]
+        for sink in targets:
+            try:
+                sink.notification(method, params if params is not None else {})
+            except Exception:
+                _log.exception("a subscription sink failed")
+
+    def end_all(self, error: McpError | None) -> None:
+        """The session is over: every subscription ends (``error`` None: gracefully)."""
+        with self._lock:
+            sinks = [sink for _, sink in self._subs.values()]
+            self._subs.clear()
+            self._uris.clear()
+        for sink in sinks:
+            try:
+                sink.closed(error)
+            except Exception:
+                _log.exception("a subscription sink failed")
+
+
+def _wants(accepted: dict[str, Any], method: str, params: dict[str, Any] | None) -> bool:
+    return subs.matches(accepted, method, params)
+
+
+_fanout_lock = threading.Lock()
+
+
+def session_fanout(transport: object) -> SessionFanout:
+    """The transport's session fan-out, made on first use (stdio, HTTP and direct feed it)."""
+    with _fanout_lock:
+        fanout: SessionFanout | None = getattr(transport, "_session_fanout", None)
+        if fanout is None:
+            fanout = SessionFanout()
+            transport._session_fanout = fanout  # type: ignore[attr-defined]
+        return fanout
+
+
+def deliver_session_notification(transport: object, method: str, params: Any) -> None:
+    """Hand an initialize-era notification to the transport's fan-out, if anyone listens."""
+    fanout: SessionFanout | None = getattr(transport, "_session_fanout", None)
+    if fanout is not None:
+        fanout.deliver(method, params if isinstance(params, dict) else None)
+
+
+def end_session_subscriptions(transport: object, error: McpError | None) -> None:
+    fanout: SessionFanout | None = getattr(transport, "_session_fanout", None)
+    if fanout is not None:
+        fanout.end_all(error)
