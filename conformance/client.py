@@ -23,7 +23,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's snodo
 
-import snodo  # noqa: E402
+import snodo
 
 log = logging.getLogger("conformance.client")
 
@@ -208,7 +208,7 @@ def read_verified(client: snodo.Client, file: dict[str, Any]) -> str:
     """Read one listed skill file and check its size and sha256 digest before using it."""
     result = client.read_resource(file["uri"])
     assert isinstance(result, dict)
-    text = next(c["text"] for c in result["contents"] if c.get("uri") == file["uri"])
+    text = str(next(c["text"] for c in result["contents"] if c.get("uri") == file["uri"]))
     data = text.encode()
     if "size" in file and len(data) != file["size"]:
         raise SkillRejected(f"{file['uri']}: {len(data)} bytes, the entry says {file['size']}")

@@ -149,6 +149,9 @@ def _serve(
     sink: ProgressSink | None,
 ) -> Result:
     if method == "initialize":
+        meta = params.get("_meta")
+        if type(meta) is dict and meta.get(PROTOCOL_VERSION) in rt._stateless:
+            raise method_not_found(method)  # a 2026-07-28 request: initialize was removed
         return _initialize(rt, params, peer)
     session = peer.session
     if session is not None and session.version is not None:
