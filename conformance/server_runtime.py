@@ -142,7 +142,10 @@ def answer_text(answer: dict[str, Any]) -> str:
 def build() -> Runtime:
     """A fresh conformance Runtime."""
     rt = Runtime(
-        "snodo-conformance-server", "0.1.0", state_secret=b"conformance-fixture-key-32bytes!"
+        "snodo-conformance-server",
+        "0.1.0",
+        state_secret=b"conformance-fixture-key-32bytes!",
+        logging=True,
     )
     add_content_tools(rt)
     add_interactive_tools(rt)
@@ -204,6 +207,19 @@ def add_content_tools(rt: Runtime) -> None:
     def test_error_handling(args: dict[str, Any], ctx: Context) -> str:
         """Tests error response handling"""
         raise RuntimeError("This tool intentionally returns an error for testing")
+
+    @rt.tool(input_schema=NO_ARGS)
+    def test_tool_with_logging(args: dict[str, Any], ctx: Context) -> str:
+        """Tests tool that emits log messages during execution"""
+        for step in ("Tool execution started", "Tool processing data", "Tool execution completed"):
+            ctx.log("info", step, logger="conformance")
+        return "Tool with logging executed successfully"
+
+    @rt.tool(input_schema=NO_ARGS)
+    def test_logging_tool(args: dict[str, Any], ctx: Context) -> str:
+        """Logs at info: sent only when the request asked for that level"""
+        ctx.log("info", "test_logging_tool ran", logger="conformance")
+        return "logged"
 
     @rt.tool(input_schema=NO_ARGS)
     def test_tool_with_progress(args: dict[str, Any], ctx: Context) -> str:

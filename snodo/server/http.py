@@ -61,6 +61,7 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from types import TracebackType
 from typing import Any, Final
 
@@ -1454,9 +1455,12 @@ class HttpServer:
     def _dispatch(
         self, message: dict[str, Any], peer: Peer, job: _Job | None = None
     ) -> dict[str, Any]:
-        progress = (lambda params: self._progress(job, params)) if job is not None else None
+        progress = notify = None
+        if job is not None:
+            progress = partial(self._notification, job, "notifications/progress")
+            notify = partial(self._notification, job)
         try:
-            response = dispatch(self.runtime, message, peer, progress=progress)
+            response = dispatch(self.runtime, message, peer, progress=progress, notify=notify)
         except (Exception, SystemExit) as exc:  # dispatch answers client errors itself
             _log.exception("dispatch failed", method=message.get("method"))
             response = {
@@ -1469,13 +1473,16 @@ class HttpServer:
         assert response is not None  # only requests are dispatched here
         return response
 
-    def _progress(self, job: _Job, params: dict[str, Any]) -> None:
+    def _notification(self, job: _Job, method: str, params: dict[str, Any]) -> None:
+        """Progress or a log message about ``job``, on its response stream."""
         if job.cancelled:
             raise _cancelled()  # the Context stops reporting (and marks itself cancelled)
         try:
-            payload = jsonrpc.encode(jsonrpc.notification("notifications/progress", params))
+            payload = jsonrpc.encode(jsonrpc.notification(method, params))
         except (TypeError, ValueError):
-            _log.warning("dropped a progress report that is not JSON", params=repr(params))
+            _log.warning(
+                "dropped a notification that is not JSON", method=method, params=repr(params)
+            )
             return
         if not self._push(job.stream, payload):
             raise connection_error("Connection closed: the response stream has ended")

@@ -180,6 +180,7 @@ class Runtime:
         description: str | None = None,
         icons: Sequence[Mapping[str, Any]] | None = None,
         website_url: str | None = None,
+        logging: bool = False,
     ) -> None:
         if isinstance(versions, str):
             versions = (versions,)
@@ -205,6 +206,8 @@ class Runtime:
         if state_secret is not None and (not isinstance(state_secret, bytes) or not state_secret):
             raise ValueError("state_secret must be non-empty bytes")
 
+        #: Offer logging: the ``logging`` capability, ``logging/setLevel`` and ``ctx.log``.
+        self.logging = logging
         self.enabled_versions: tuple[str, ...] = enabled
         self.instructions = instructions
         self.page_size = page_size
@@ -267,6 +270,8 @@ class Runtime:
             caps["prompts"] = {}
         if self._completion is not None:
             caps["completions"] = {}
+        if self.logging:
+            caps["logging"] = {}
         return caps
 
     @property
