@@ -222,6 +222,14 @@ def add_content_tools(rt: Runtime) -> None:
         return "logged"
 
     @rt.tool(input_schema=NO_ARGS)
+    def test_reconnection(args: dict[str, Any], ctx: Context) -> str:
+        """Tests SSE polling (SEP-1699): served with ``--sse-retry-ms``, the response stream
+        closes after its priming event and the client resumes it with Last-Event-ID"""
+        ctx.log("info", "Before disconnect", logger="conformance")
+        ctx.log("info", "After reconnect", logger="conformance")
+        return "Reconnection test completed"
+
+    @rt.tool(input_schema=NO_ARGS)
     def test_tool_with_progress(args: dict[str, Any], ctx: Context) -> str:
         """Tests tool that reports progress notifications"""
         for step in (0, 50, 100):

@@ -9,14 +9,20 @@
   a removed method, -32601 and HTTP 404, not -32603.
 - logging-set-level, tools-call-with-logging, server-stateless (no log without logLevel): the
   server offers logging (``Runtime(logging=True)``, ``logging/setLevel``, ``ctx.log``).
+- server-sse-polling: ``python -m snodo.server --http --sse-retry-ms N`` serves SEP-1699 polling
+  (``serve_http(sse_retry_ms=)`` already did).
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 import urllib.request
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -30,6 +36,7 @@ from tests.http_fault_server import (
     Exchange,
     McpResponder,
     Request,
+    TeeProxy,
     error,
     event,
     fault_server,
@@ -368,3 +375,59 @@ def test_ctx_log_refuses_an_unknown_level() -> None:
     message = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "bad"}}
     response = dispatch(runtime, message, peer, notify=lambda m, p: None)
     assert response is not None and response["result"]["isError"] is True
+
+
+# -- python -m snodo.server --http --sse-retry-ms (server-sse-polling) ----------------------------
+
+ROOT = str(Path(__file__).resolve().parent.parent)
+
+
+def test_cli_sse_retry_ms_makes_2025_11_25_streams_resumable() -> None:
+    """``--sse-retry-ms`` serves SEP-1699 polling: the response stream closes after its priming
+    event (with ``retry``), the client resumes with GET and Last-Event-ID, and the call returns."""
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "snodo.server",
+            "--http",
+            "--port",
+            "0",
+            "--sse-retry-ms",
+            "50",
+            "examples.example_runtime:runtime",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        assert line.startswith("snodo.server: serving http://127.0.0.1:"), line
+        parts = urlsplit(line.split("serving ", 1)[1].strip())
+        assert parts.hostname is not None and parts.port is not None
+        with TeeProxy((parts.hostname, parts.port), parts.path) as proxy:
+            with _connect(proxy.url, protocol="2025-11-25") as client:
+                result = client.call_tool("echo", {"text": "resumed"})
+                assert isinstance(result, dict)
+                assert result["content"][0]["text"] == "resumed"
+            resumed = proxy.received(lambda r: r.method == "GET" and r.header("last-event-id"))
+            assert resumed, "no GET carried Last-Event-ID"
+    finally:
+        proc.terminate()
+        proc.wait(10.0)
+        if proc.stderr is not None:
+            proc.stderr.close()
+
+
+def test_cli_sse_retry_ms_needs_http() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "snodo.server", "--sse-retry-ms", "50", "x:y"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=30.0,
+    )
+    assert done.returncode == 2 and "--sse-retry-ms need --http" in done.stderr

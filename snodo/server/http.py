@@ -1618,6 +1618,7 @@ def run_http(
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
     server_request_timeout: float = DEFAULT_SERVER_REQUEST_TIMEOUT,
     shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE,
+    sse_retry_ms: int | None = None,
 ) -> int:
     """Load ``MODULE:ATTR`` and serve it over HTTP until SIGTERM or Ctrl-C; the exit status.
 
@@ -1641,6 +1642,7 @@ def run_http(
             max_concurrency=max_concurrency,
             server_request_timeout=server_request_timeout,
             shutdown_grace=shutdown_grace,
+            sse_retry_ms=sse_retry_ms,
         )
     except OSError as exc:
         print(
