@@ -41,9 +41,9 @@ DEFAULT_RETRY_MS = 1000
 #: The standalone GET stream: connect timeout, and how long close() waits for its reader.
 LISTENER_CONNECT = 30.0
 LISTENER_STOP = 2.0
-#: How long the handshake waits for the standalone GET stream to be answered, so that a server
-#: request sent right after ``notifications/initialized`` finds the stream open.
-LISTENER_READY_WAIT = 2.0
+#: How long notifications/initialized waits for the GET stream to open (or be refused), so that
+#: a server request sent there after connect() returns is not lost (docs/decisions/0013).
+LISTENER_SETTLE = 5.0
 #: Connections kept per host in the shared pool (concurrent requests beyond it open and close).
 POOL_MAXSIZE = 32
 
@@ -189,7 +189,7 @@ class HttpTransport:
         self._server_requests = on_server_request
         self._listener: Task | None = None
         self._listening: Any = None  # the standalone GET stream's response, while open
-        self._listener_ready = threading.Event()  # the first GET was answered (or failed)
+        self._listener_settled = threading.Event()  # its first GET was answered, or failed
         self.url = target.url
         self._user_headers = check_user_headers(
             dict(headers or {}), token_provider=token_provider is not None
@@ -237,7 +237,8 @@ class HttpTransport:
             self._listener = Task(
                 lambda: self._listen(options.dialect), f"snodo-http-get-{self.session_id[:8]}"
             )
-            self._listener_ready.wait(LISTENER_READY_WAIT)
+            settle = LISTENER_SETTLE if options.timeout is None else options.timeout
+            self._listener_settled.wait(min(settle, LISTENER_SETTLE))
 
     def delete_session(self, timeout: float | None = None) -> None:
         """End the initialize-era session with DELETE (its outcome is ignored; 405 is fine)."""
@@ -277,21 +278,21 @@ class HttpTransport:
         """The standalone GET stream of an initialize-era session: requests and notifications
         a server sends only there (405: the server has none). Broken streams are resumed with
         Last-Event-ID after the server's retry delay; it ends with close()."""
+        try:
+            self._listen_until_closed(dialect)
+        finally:
+            self._listener_settled.set()
+
+    def _listen_until_closed(self, dialect: Any) -> None:
         options = RequestOptions(
             dialect=dialect, timeout=LISTENER_CONNECT, on_server_request=self._server_requests
         )
-        try:
-            self._listen_loop(options)
-        finally:
-            self._listener_ready.set()
-
-    def _listen_loop(self, options: RequestOptions) -> None:
         last_id: str | None = None
         retry_ms = DEFAULT_RETRY_MS
         failures = 0
         while not self._closed and failures < MAX_RESUMES + 2:
             headers = mcp_headers(
-                options.dialect,
+                dialect,
                 {"jsonrpc": "2.0", "method": "notifications/listen"},
                 session_id=self.session_id,
             )
@@ -301,12 +302,12 @@ class HttpTransport:
             try:
                 response, _ = self._send("GET", None, headers, LISTENER_CONNECT, stream=True)
             except McpError as error:
-                self._listener_ready.set()
+                self._listener_settled.set()
                 _log.info("standalone stream unavailable", url=self.url, error=error.message)
                 failures += 1
                 threading.Event().wait(retry_ms / 1000.0)
                 continue
-            self._listener_ready.set()
+            self._listener_settled.set()
             content_type = (response.headers.get("content-type") or "").split(";")[0].strip()
             if response.status != 200 or content_type != "text/event-stream":
                 _log.debug("no standalone stream", url=self.url, status=response.status)
