@@ -547,6 +547,7 @@ class Client:
         handlers = self._options.input_handlers
         rounds = 0
         last: InputRequired | None = None
+        version_retried = False
         while True:
             request_id = next_request_id()
             message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
@@ -567,6 +568,11 @@ class Client:
                 response = self._transport.request(message, options)
                 outcome = results.interpret(self._dialect, method, response)
             except McpError as error:
+                if not version_retried and negotiation.retries_unsupported_version(
+                    self._dialect.version, self._options.protocol, error
+                ):
+                    version_retried = True  # -32022 naming our version: send it once more
+                    continue
                 raise _with_last(error, last) from None
             if not isinstance(outcome, InputRequired) or not handlers:
                 return outcome

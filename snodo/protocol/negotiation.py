@@ -28,6 +28,7 @@ from snodo import __version__
 from snodo.protocol.dialects import DIALECTS, SUPPORTED_VERSIONS, V2026_07_28
 from snodo.protocol.errors import (
     INVALID_PARAMS,
+    UNSUPPORTED_PROTOCOL_VERSION,
     McpError,
     connection_error,
 )
@@ -187,6 +188,23 @@ def probe_verdict(response: Mapping[str, Any] | None, allowed: Sequence[str]) ->
         "The server supports none of the protocol versions the client allows",
         {"requested": list(ordered), "supported": supported},
     )
+
+
+def retries_unsupported_version(version: str, allowed: Sequence[str], error: McpError) -> bool:
+    """True when a stateless request refused with -32022 should be sent once more as it was.
+
+    The spec: on ``UnsupportedProtocolVersion`` the client SHOULD choose a mutually supported
+    version and retry. A stateless connection speaks one version (there is one stateless
+    dialect), so the retry is possible only when ``data.supported`` lists that version and the
+    client allows it; otherwise the error stands.
+    """
+    if error.code != UNSUPPORTED_PROTOCOL_VERSION or error.kind != "protocol":
+        return False
+    if not _is_stateless(version) or version not in allowed:
+        return False
+    data = error.data
+    supported = data.get("supported") if isinstance(data, Mapping) else None
+    return isinstance(supported, list) and version in supported
 
 
 def direct_version(allowed: Sequence[str], enabled: Sequence[str]) -> str:

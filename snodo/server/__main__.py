@@ -95,7 +95,24 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="with --http: the port to bind, 0 for any free one (default 8000)",
     )
+    parser.add_argument(
+        "--sse-retry-ms",
+        type=_milliseconds,
+        default=None,
+        help="with --http, for testing clients' resumption: 2025-11-25 response streams send "
+        "'retry: N' in their priming event and close at once (SSE polling)",
+    )
     return parser
+
+
+def _milliseconds(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of milliseconds: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
 
 
 def _port(text: str) -> int:
@@ -127,9 +144,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             max_concurrency=args.max_concurrency,
             server_request_timeout=args.server_request_timeout,
             shutdown_grace=args.shutdown_grace,
+            sse_retry_ms=args.sse_retry_ms,
         )
-    if args.port is not None or args.host is not None:
-        print("python -m snodo.server: error: --host and --port need --http", file=sys.stderr)
+    if args.port is not None or args.host is not None or args.sse_retry_ms is not None:
+        print(
+            "python -m snodo.server: error: --host, --port and --sse-retry-ms need --http",
+            file=sys.stderr,
+        )
         return 2
     return run(
         args.target,

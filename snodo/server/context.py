@@ -23,7 +23,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from typing import Any, Final, NoReturn
 
 import orjson
 
@@ -45,6 +45,19 @@ from snodo.server.inputs import (
 
 RequestId = str | int
 ProgressSink = Callable[[dict[str, Any]], None]
+NotifySink = Callable[[str, dict[str, Any]], None]
+
+#: ``LoggingLevel`` from least to most severe (RFC 5424 names).
+LOG_LEVEL_ORDER: Final = (
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+)
 ServerRequest = Callable[[str, dict[str, Any]], dict[str, Any]]
 
 
@@ -63,6 +76,8 @@ class ServerSession:
     session_id: str | None = None
     #: The session's notification channel (``snodo.server.subscriptions``), once opened.
     channel: Any = None
+    #: Set by ``logging/setLevel``; ``None``: every level is sent.
+    log_level: str | None = None
 
 
 @dataclass
@@ -108,7 +123,9 @@ class Context:
         "_answers",
         "_binding",
         "_cancelled",
+        "_log_level",
         "_mrtr",
+        "_notify",
         "_peer",
         "_seq",
         "_sink",
@@ -145,6 +162,8 @@ class Context:
         peer: Peer | None = None,
         progress: ProgressSink | None = None,
         progress_token: RequestId | None = None,
+        notify: NotifySink | None = None,
+        log_level: str | None = None,
     ) -> None:
         self.version = version
         self.request_id = request_id
@@ -163,6 +182,8 @@ class Context:
         self._binding: tuple[str, Any] = (method, None)
         self._seq = 0
         self._cancelled = False
+        self._notify = notify
+        self._log_level = log_level
 
     # -- state -----------------------------------------------------------------------------
 
@@ -203,6 +224,32 @@ class Context:
             # The transport's sink failed: the client stopped waiting. Treat the request as
             # cancelled and drop further reports; the handler may look at ``cancelled``.
             self._sink = None
+            self._cancelled = True
+
+    # -- logging ---------------------------------------------------------------------------
+
+    def log(self, level: str, data: Any, logger: str | None = None) -> None:
+        """Send ``notifications/message`` about this request, if the client asked for ``level``.
+
+        Sent only when the Runtime offers logging (``Runtime(logging=True)``) and ``level`` is
+        at or above the threshold: on 2026-07-28 the request's ``_meta`` logLevel (none: no
+        messages), on the initialize era the session's ``logging/setLevel`` (none: all). A
+        transport that has no way back drops it; a failing sink marks the request cancelled.
+        """
+        if level not in LOG_LEVEL_ORDER:
+            raise ValueError(f"unknown log level {level!r}; expected one of {LOG_LEVEL_ORDER}")
+        notify, threshold = self._notify, self._log_level
+        if notify is None or threshold not in LOG_LEVEL_ORDER:
+            return
+        if LOG_LEVEL_ORDER.index(level) < LOG_LEVEL_ORDER.index(threshold):
+            return
+        params: dict[str, Any] = {"level": level, "data": data}
+        if logger is not None:
+            params["logger"] = logger
+        try:
+            notify("notifications/message", params)
+        except Exception:
+            self._notify = None
             self._cancelled = True
 
     # -- interactive operations ------------------------------------------------------------

@@ -42,6 +42,7 @@ from snodo.protocol.errors import (
 from snodo.server.context import (
     Context,
     InputRequiredSignal,
+    NotifySink,
     Peer,
     ProgressSink,
     RetryLaterSignal,
@@ -74,11 +75,14 @@ def dispatch(
     peer: Peer,
     *,
     progress: ProgressSink | None = None,
+    notify: NotifySink | None = None,
 ) -> dict[str, Any] | None:
     """Serve one decoded JSON-RPC message; the response dict, or ``None`` when none is due.
 
     ``progress(params)`` receives this request's ``notifications/progress`` params when the
-    request carries ``_meta.progressToken``. Notifications and responses return ``None``.
+    request carries ``_meta.progressToken``; ``notify(method, params)`` sends any other
+    notification about the request on its way back (``notifications/message`` from
+    ``ctx.log``). Notifications and responses return ``None``.
     """
     if type(message) is not dict:
         return _error(
@@ -107,7 +111,7 @@ def dispatch(
     elif type(params) is not dict:
         return _error(rid, invalid_params("params must be an object"))
     try:
-        result = _serve(runtime, rid, method, params, peer, progress)
+        result = _serve(runtime, rid, method, params, peer, progress, notify)
     except McpError as exc:
         return {"jsonrpc": "2.0", "id": rid, "error": exc.to_wire()}
     except ListenStarted:
@@ -151,13 +155,17 @@ def _serve(
     params: dict[str, Any],
     peer: Peer,
     sink: ProgressSink | None,
+    notify: NotifySink | None = None,
 ) -> Result:
     if method == "initialize":
+        meta = params.get("_meta")
+        if type(meta) is dict and meta.get(PROTOCOL_VERSION) in rt._stateless:
+            raise method_not_found(method)  # a 2026-07-28 request: initialize was removed
         return _initialize(rt, params, peer)
     session = peer.session
     if session is not None and session.version is not None:
         return _serve_session(
-            rt, DIALECTS[session.version], session, rid, method, params, peer, sink
+            rt, DIALECTS[session.version], session, rid, method, params, peer, sink, notify
         )
     meta = params.get("_meta")
     if rt._stateless:
@@ -172,7 +180,7 @@ def _serve(
         if dialect is None:
             raise _unsupported_version(rt, version)
         assert type(meta) is dict
-        return _serve_stateless(rt, dialect, rid, method, params, meta, peer, sink)
+        return _serve_stateless(rt, dialect, rid, method, params, meta, peer, sink, notify)
     if method == "ping":
         return {}
     if any(method in d.client_requests for d in rt._session.values()):
@@ -201,6 +209,7 @@ def _serve_stateless(
     meta: dict[str, Any],
     peer: Peer,
     sink: ProgressSink | None,
+    notify: NotifySink | None = None,
 ) -> Result:
     caps = meta.get(CLIENT_CAPABILITIES)
     if type(caps) is not dict:
@@ -231,6 +240,8 @@ def _serve_stateless(
         peer=peer,
         progress=sink,
         progress_token=token,
+        notify=notify if rt.logging else None,
+        log_level=level,
     )
     inflight = peer.inflight
     inflight[rid] = ctx
@@ -270,6 +281,7 @@ def _serve_session(
     params: dict[str, Any],
     peer: Peer,
     sink: ProgressSink | None,
+    notify: NotifySink | None = None,
 ) -> Result:
     if method not in dialect.client_requests:
         raise method_not_found(method)
@@ -297,6 +309,8 @@ def _serve_session(
         peer=peer,
         progress=sink,
         progress_token=token,
+        notify=notify if rt.logging else None,
+        log_level=session.log_level or "debug",
     )
     inflight = peer.inflight
     inflight[rid] = ctx
@@ -416,6 +430,20 @@ def _not_advertised(method: str, capability: str) -> McpError:
         f"Method not found: {method} (the server does not offer {capability})",
         {"method": method},
     )
+
+
+def _set_level(rt: Runtime, ctx: Context, params: dict[str, Any]) -> Result:
+    """``logging/setLevel`` (initialize era): the session's threshold for ``ctx.log``."""
+    if not rt.logging:
+        raise _not_advertised(ctx.method, "logging")
+    level = params.get("level")
+    if type(level) is not str or level not in LOG_LEVELS:
+        raise invalid_params(f"Invalid log level: {level!r}")
+    session = ctx._peer.session if ctx._peer is not None else None
+    if session is None:
+        raise method_not_found(ctx.method)
+    session.log_level = level
+    return {}
 
 
 def _discover(rt: Runtime, ctx: Context, params: dict[str, Any]) -> Result:
@@ -709,4 +737,5 @@ _HANDLERS: Final[dict[str, Handler]] = {
     "prompts/list": _lister("prompts", lambda rt: bool(rt._prompts), "prompts"),
     "prompts/get": _prompts_get,
     "completion/complete": _complete,
+    "logging/setLevel": _set_level,
 }

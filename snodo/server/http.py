@@ -61,6 +61,7 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from types import TracebackType
 from typing import Any, Final
 
@@ -1515,9 +1516,12 @@ class HttpServer:
     def _dispatch(
         self, message: dict[str, Any], peer: Peer, job: _Job | None = None
     ) -> dict[str, Any]:
-        progress = (lambda params: self._progress(job, params)) if job is not None else None
+        progress = notify = None
+        if job is not None:
+            progress = partial(self._notification, job, "notifications/progress")
+            notify = partial(self._notification, job)
         try:
-            response = dispatch(self.runtime, message, peer, progress=progress)
+            response = dispatch(self.runtime, message, peer, progress=progress, notify=notify)
         except (Exception, SystemExit) as exc:  # dispatch answers client errors itself
             _log.exception("dispatch failed", method=message.get("method"))
             response = {
@@ -1530,13 +1534,16 @@ class HttpServer:
         assert response is not None  # only requests are dispatched here
         return response
 
-    def _progress(self, job: _Job, params: dict[str, Any]) -> None:
+    def _notification(self, job: _Job, method: str, params: dict[str, Any]) -> None:
+        """Progress or a log message about ``job``, on its response stream."""
         if job.cancelled:
             raise _cancelled()  # the Context stops reporting (and marks itself cancelled)
         try:
-            payload = jsonrpc.encode(jsonrpc.notification("notifications/progress", params))
+            payload = jsonrpc.encode(jsonrpc.notification(method, params))
         except (TypeError, ValueError):
-            _log.warning("dropped a progress report that is not JSON", params=repr(params))
+            _log.warning(
+                "dropped a notification that is not JSON", method=method, params=repr(params)
+            )
             return
         if not self._push(job.stream, payload):
             raise connection_error("Connection closed: the response stream has ended")
@@ -1672,6 +1679,7 @@ def run_http(
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
     server_request_timeout: float = DEFAULT_SERVER_REQUEST_TIMEOUT,
     shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE,
+    sse_retry_ms: int | None = None,
 ) -> int:
     """Load ``MODULE:ATTR`` and serve it over HTTP until SIGTERM or Ctrl-C; the exit status.
 
@@ -1695,6 +1703,7 @@ def run_http(
             max_concurrency=max_concurrency,
             server_request_timeout=server_request_timeout,
             shutdown_grace=shutdown_grace,
+            sse_retry_ms=sse_retry_ms,
         )
     except OSError as exc:
         print(

@@ -182,6 +182,7 @@ class Runtime:
         icons: Sequence[Mapping[str, Any]] | None = None,
         website_url: str | None = None,
         subscriptions: bool = True,
+        logging: bool = False,
     ) -> None:
         if isinstance(versions, str):
             versions = (versions,)
@@ -207,6 +208,8 @@ class Runtime:
         if state_secret is not None and (not isinstance(state_secret, bytes) or not state_secret):
             raise ValueError("state_secret must be non-empty bytes")
 
+        #: Offer logging: the ``logging`` capability, ``logging/setLevel`` and ``ctx.log``.
+        self.logging = logging
         self.enabled_versions: tuple[str, ...] = enabled
         self.instructions = instructions
         self.page_size = page_size
@@ -276,6 +279,8 @@ class Runtime:
             caps["prompts"] = {"listChanged": True} if notifies else {}
         if self._completion is not None:
             caps["completions"] = {}
+        if self.logging:
+            caps["logging"] = {}
         return caps
 
     @property

@@ -63,6 +63,7 @@ import threading
 import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, BinaryIO, Final, TypeVar
 
 from snodo._log import get_logger
@@ -448,21 +449,30 @@ class _Server:
 
     def _dispatch(self, message: dict[str, Any]) -> dict[str, Any] | None:
         try:
-            return dispatch(self.runtime, message, self.peer, progress=self._progress)
+            return dispatch(
+                self.runtime,
+                message,
+                self.peer,
+                progress=partial(self._notify, "notifications/progress"),
+                notify=self._notify,
+            )
         except (Exception, SystemExit) as exc:  # dispatch answers client errors itself
             _log.exception("dispatch failed", method=message.get("method"))
             return jsonrpc.error_response(
                 message.get("id"), McpError(INTERNAL_ERROR, f"Internal error: {type(exc).__name__}")
             )
 
-    def _progress(self, params: dict[str, Any]) -> None:
+    def _notify(self, method: str, params: dict[str, Any]) -> None:
+        """Progress or a log message about the current request, on stdout."""
         job: _Job | None = getattr(self._local, "job", None)
         if job is not None and job.cancelled:
             raise _cancelled()  # the Context stops reporting (and marks itself cancelled)
         try:
-            data = jsonrpc.encode_line(jsonrpc.notification("notifications/progress", params))
+            data = jsonrpc.encode_line(jsonrpc.notification(method, params))
         except (TypeError, ValueError):
-            _log.warning("dropped a progress report that is not JSON", params=repr(params))
+            _log.warning(
+                "dropped a notification that is not JSON", method=method, params=repr(params)
+            )
             return
         if not self._out.write(data):
             raise connection_error("Connection closed: stdout is closed")
