@@ -152,6 +152,7 @@ def build() -> Runtime:
     add_input_required_tools(rt)
     add_resources(rt)
     add_prompts(rt)
+    add_change_triggers(rt)
 
     @rt.completion
     def complete(ref: dict[str, Any], argument: dict[str, Any], context: Any, ctx: Context) -> Any:
@@ -159,6 +160,31 @@ def build() -> Runtime:
         return {"values": [], "total": 0, "hasMore": False}
 
     return rt
+
+
+def add_change_triggers(rt: Runtime) -> None:
+    """The diagnostic hooks ``server-stateless`` calls to see list changes reach listen streams."""
+
+    @rt.tool(input_schema=NO_ARGS)
+    def test_trigger_tool_change(args: dict[str, Any], ctx: Context) -> str:
+        """Add (or replace) a tool, so tools/list changes."""
+        rt.add_tool(
+            "test_changed_tool",
+            lambda a, c: "changed",
+            description="A tool added by test_trigger_tool_change",
+            input_schema=NO_ARGS,
+        )
+        return "tool list changed"
+
+    @rt.tool(input_schema=NO_ARGS)
+    def test_trigger_prompt_change(args: dict[str, Any], ctx: Context) -> str:
+        """Add (or replace) a prompt, so prompts/list changes."""
+        rt.add_prompt(
+            "test_changed_prompt",
+            lambda a, c: [],
+            description="A prompt added by test_trigger_prompt_change",
+        )
+        return "prompt list changed"
 
 
 def add_content_tools(rt: Runtime) -> None:

@@ -138,6 +138,7 @@ def connect(
                 ca_certs=ca_certs,
                 client_cert=client_cert,
                 on_server_request=partial(answer_server_request, options.input_handlers),
+                standard_headers=any(dialects.get(v).stateless for v in options.protocol),
             )
 
         return negotiate(open_http, options, probe_timeout)

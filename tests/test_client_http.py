@@ -343,6 +343,32 @@ def test_any_answer_but_a_discovery_result_falls_back_to_initialize(answer: str)
         check_wire(fake.received(), "2025-11-25")
 
 
+def test_a_client_that_fell_back_sends_the_standard_headers_on_every_post() -> None:
+    """A client that also speaks 2026-07-28 announces SEP-2243's Mcp-Method (and Mcp-Name) on
+    every POST after a fallback too, initialize included; a client pinned to an initialize-era
+    version sends neither (test_the_session_id_goes_on_every_later_request)."""
+    with fault_server(McpResponder(LEGACY, session_id="s-1")) as fake:
+        fake.responder.discover_answer = _answer("404-method-not-found")
+        with http(fake.url) as client:
+            assert client.version == "2025-11-25"
+            assert text_of(client.call_tool("echo", {"text": "x"})) == "x"
+        posts = [r for r in fake.received() if r.method == "POST"]
+        assert [r.rpc for r in posts] == [
+            "server/discover",
+            "initialize",
+            "notifications/initialized",
+            "tools/call",
+        ]
+        for request in posts:
+            assert request.header("Mcp-Method") == request.rpc
+        init, initialized, call = posts[1:]
+        assert "mcp-protocol-version" not in init.header_names()
+        assert initialized.header("MCP-Protocol-Version") == "2025-11-25"
+        assert call.header("Mcp-Name") == "echo"
+        assert "mcp-name" not in initialized.header_names()
+        check_wire(fake.received(), "2025-11-25")
+
+
 def test_the_probe_picks_the_highest_allowed_version_the_server_lists(fake: FaultServer) -> None:
     """A result with supportedVersions is a 2026-07-28 server's answer; the highest allowed
     version it lists wins (here an initialize-era one, which is then initialized)."""

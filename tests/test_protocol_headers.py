@@ -729,3 +729,23 @@ def test_an_unsafe_session_id_is_refused_before_sending(session_id: str) -> None
         )
     assert caught.value.code == -32000
     assert caught.value.cause == ("invalid_header", "Mcp-Session-Id")
+
+
+@pytest.mark.parametrize("dialect", [V2025_11_25, V2025_06_18])
+def test_standard_headers_on_initialize_era_posts_only_when_asked(dialect: Dialect) -> None:
+    """A client that also speaks 2026-07-28 sends Mcp-Method (and Mcp-Name) on initialize-era
+    POSTs; the era's own headers stay as they are (none on initialize)."""
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo"}}
+    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert mcp_headers(dialect, init) == {}
+    assert mcp_headers(dialect, init, standard_headers=True) == {"Mcp-Method": "initialize"}
+    assert mcp_headers(dialect, note, session_id="s", standard_headers=True) == {
+        "MCP-Protocol-Version": dialect.version,
+        "Mcp-Session-Id": "s",
+        "Mcp-Method": "notifications/initialized",
+    }
+    plain = mcp_headers(dialect, call)
+    assert "Mcp-Method" not in plain and "Mcp-Name" not in plain
+    announced = mcp_headers(dialect, call, standard_headers=True)
+    assert announced["Mcp-Method"] == "tools/call" and announced["Mcp-Name"] == "echo"

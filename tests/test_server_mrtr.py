@@ -353,10 +353,21 @@ def test_state_is_signed_not_encrypted_and_carries_round_and_binding() -> None:
     assert payload["p"] == ["elicit-1"] and payload["a"] == {}
 
 
-def test_input_responses_without_request_state_are_ignored_and_re_asked() -> None:
+def test_input_responses_without_request_state_answer_the_keys_asked_extras_ignored() -> None:
     conn = Conn(example_runtime(), caps=FORM)
-    again = call(conn, "deploy", inputResponses={"elicit-1": APPROVE})
+    done = call(conn, "deploy", inputResponses={"elicit-1": APPROVE, "unknown": {"x": 1}})
+    assert done["resultType"] == "complete" and "deployed" in done["content"][0]["text"]
+    again = call(conn, "deploy", inputResponses={"wrong-key": APPROVE})
     assert again["resultType"] == "input_required" and list(again["inputRequests"]) == ["elicit-1"]
+
+
+def test_unsolicited_answers_are_validated_like_solicited_ones() -> None:
+    conn = Conn(example_runtime(), caps=FORM)
+    bad = {"action": "accept", "content": {"approved": "yes"}}
+    error = conn.err(
+        "tools/call", {"name": "deploy", "arguments": {}, "inputResponses": {"elicit-1": bad}}
+    )
+    assert error["code"] == -32602
 
 
 def test_malformed_input_responses_are_32602() -> None:

@@ -399,6 +399,7 @@ def mcp_headers(
     *,
     tool: Mapping[str, Any] | None = None,
     session_id: str | None = None,
+    standard_headers: bool = False,
 ) -> dict[str, str]:
     """The MCP headers for one POSTed message, in the spec's canonical case.
 
@@ -406,7 +407,9 @@ def mcp_headers(
     dialect's version) on every message, ``Mcp-Method`` on requests and notifications,
     ``Mcp-Name`` per :data:`NAME_SOURCES` (encoded), and for ``tools/call`` with ``tool`` one
     ``Mcp-Param-<Name>`` per annotated argument present and not null. Initialize era: nothing
-    for ``initialize``, else ``MCP-Protocol-Version`` and ``Mcp-Session-Id`` when given.
+    for ``initialize``, else ``MCP-Protocol-Version`` and ``Mcp-Session-Id`` when given; with
+    ``standard_headers`` (a client that also speaks 2026-07-28 and fell back) ``Mcp-Method`` and
+    ``Mcp-Name`` too, so a server routing on SEP-2243 headers sees them on every POST.
 
     A missing or mistyped name or argument is -32602 naming it; a value that cannot be sent
     safely is -32000 (``kind="transport"``); both before anything is sent.
@@ -416,11 +419,13 @@ def mcp_headers(
     if not isinstance(params, Mapping):
         params = {}
     if not dialect.stateless:
-        if method == "initialize":
-            return {}
-        headers = {MCP_PROTOCOL_VERSION: _plain(MCP_PROTOCOL_VERSION, dialect.version)}
-        if session_id is not None:
-            headers[MCP_SESSION_ID] = _plain(MCP_SESSION_ID, session_id)
+        headers = {}
+        if method != "initialize":
+            headers[MCP_PROTOCOL_VERSION] = _plain(MCP_PROTOCOL_VERSION, dialect.version)
+            if session_id is not None:
+                headers[MCP_SESSION_ID] = _plain(MCP_SESSION_ID, session_id)
+        if standard_headers and method is not None:
+            _add_standard(headers, message, method, params)
         return headers
     meta = params.get("_meta")
     version = dialect.version
@@ -429,9 +434,19 @@ def mcp_headers(
     headers = {MCP_PROTOCOL_VERSION: _plain(MCP_PROTOCOL_VERSION, version)}
     if method is None:  # a response (an answer to a server request)
         return headers
+    _add_standard(headers, message, method, params)
+    if method == "tools/call" and tool is not None and "id" in message:
+        headers.update(_param_headers(tool, params))
+    return headers
+
+
+def _add_standard(
+    headers: dict[str, str], message: Mapping[str, Any], method: Any, params: Mapping[str, Any]
+) -> None:
+    """``Mcp-Method`` on requests and notifications; ``Mcp-Name`` per :data:`NAME_SOURCES`."""
     headers[MCP_METHOD] = _plain(MCP_METHOD, method)
     if "id" not in message:  # a notification
-        return headers
+        return
     source = NAME_SOURCES.get(method)
     if source is not None:
         name = params.get(source)
@@ -442,6 +457,3 @@ def mcp_headers(
                 {"header": MCP_NAME},
             )
         headers[MCP_NAME] = _encoded(MCP_NAME, name, f"params.{source}")
-    if method == "tools/call" and tool is not None:
-        headers.update(_param_headers(tool, params))
-    return headers

@@ -368,8 +368,10 @@ def _prepare_rounds(
 ) -> None:
     """Bind the request's identity and load the answers a ``requestState`` carries.
 
-    ``inputResponses`` are accepted only for the keys the previous round asked (listed in a
-    valid ``requestState``); other keys are ignored, and a missing answer is asked again.
+    With a ``requestState``, ``inputResponses`` are accepted only for the keys the previous round
+    asked (listed in that valid state). Without one (a first request that already carries
+    answers), they are offered for the keys this run asks. Either way other keys are ignored,
+    every answer is validated when the handler takes it, and a missing answer is asked again.
     """
     ctx._binding = (name, arguments)
     responses = params.get("inputResponses")
@@ -377,6 +379,8 @@ def _prepare_rounds(
         raise invalid_params("inputResponses must be an object")
     token = params.get("requestState")
     if token is None:
+        if responses:
+            ctx._answers = {key: value for key, value in responses.items() if type(key) is str}
         return
     state = decode_state(rt.state_secret, token)
     rounds = state.get("r")

@@ -134,8 +134,12 @@ class HttpTransport:
         ca_certs: str | None = None,
         client_cert: str | tuple[str, str] | None = None,
         on_server_request: ServerRequestHandler | None = None,
+        standard_headers: bool = False,
     ) -> None:
         self.target = target
+        #: Send Mcp-Method/Mcp-Name on initialize-era POSTs too (a client that also speaks
+        #: 2026-07-28 announces SEP-2243 routing headers on every POST, fallback included).
+        self.standard_headers = standard_headers
         self._server_requests = on_server_request
         self._listener: Task | None = None
         self._listening: Any = None  # the standalone GET stream's response, while open
@@ -160,7 +164,11 @@ class HttpTransport:
         self._check_open()
         body = jsonrpc.encode(message)
         headers = mcp_headers(
-            options.dialect, message, tool=options.tool, session_id=self._session_for(message)
+            options.dialect,
+            message,
+            tool=options.tool,
+            session_id=self._session_for(message),
+            standard_headers=self.standard_headers,
         )
         response, deadline = self._post(body, headers, options.timeout)
         capture = message.get("method") == "initialize"
@@ -178,7 +186,12 @@ class HttpTransport:
         self._check_open()
         self._post_quiet(
             jsonrpc.encode(message),
-            mcp_headers(options.dialect, message, session_id=self.session_id),
+            mcp_headers(
+                options.dialect,
+                message,
+                session_id=self.session_id,
+                standard_headers=self.standard_headers,
+            ),
             options.timeout,
         )
         if (
