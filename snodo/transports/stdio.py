@@ -66,6 +66,8 @@ _HUB = "hub"
 _LEAD = ("lead", None)
 #: Longest single wait of the reading caller before it looks at its inbox again (ms).
 LEAD_POLL_MS = 200.0
+#: How long a lone reading caller polls without sleeping before it blocks (seconds).
+LEAD_SPIN = 50e-6
 
 
 class _Call:
@@ -538,7 +540,15 @@ class StdioTransport:
             poller.register(self._child.pidfd, select.POLLIN)
         # Capped, so a close() that failed this call while no byte arrives is seen soon.
         wait = LEAD_POLL_MS if remaining is None else min(LEAD_POLL_MS, remaining * 1000.0)
-        events = poller.poll(wait)
+        events = poller.poll(0)
+        if not events and not self._followers:
+            # A lone caller polls a little before it sleeps: a response that comes within
+            # LEAD_SPIN is then read without a wake-up (docs/decisions/0026).
+            until = time.monotonic() + min(LEAD_SPIN, wait / 1000.0)
+            while not events and time.monotonic() < until:
+                events = poller.poll(0)
+        if not events:
+            events = poller.poll(wait)
         stdout = self._child.stdout
         exited = False
         for fd, _ in events:
