@@ -498,6 +498,23 @@ def test_a_notification_flood_does_not_stop_calls_or_grow_memory(tmp_path: Path)
     assert growth < 50 * MiB, f"peak RSS grew by {growth / MiB:.1f} MiB"
 
 
+def test_a_big_request_written_while_the_server_floods_stdout_does_not_deadlock(
+    tmp_path: Path,
+) -> None:
+    """A caller that took the reader role before writing gives it up when its write has to wait:
+    a server busy writing a flood (reading no stdin until it is done) and a request too big for
+    the pipe would otherwise each wait for the other until the timeout."""
+    target, _ = scripted(tmp_path, "broken_flood.py")
+    with snodo.connect(target, protocol=LATEST, timeout=30.0) as client:
+        with pytest.raises(snodo.McpError) as abandoned:
+            client.call_tool("flood_inline", {"count": 300_000}, timeout=0.05)
+        assert abandoned.value.code == -32001
+        started = time.monotonic()
+        big = "z" * (2 * MiB)
+        assert text_of(client.call_tool("echo", {"text": big})) == big
+        assert elapsed(started) < 20.0
+
+
 def test_a_progress_flood_to_a_slow_caller_stays_bounded(tmp_path: Path) -> None:
     """100,000 progress reports for one request whose progress function is slow: the reports
     wait in a bounded queue (memory stays bounded), the request still returns, and the client's

@@ -387,8 +387,11 @@ def close_fds(child: ChildProcess, *names: FdName) -> None:
                 pass
 
 
-def write_all(fd: int, data: bytes, deadline: float | None) -> None:
-    """Write all of ``data`` to the non-blocking ``fd`` by ``deadline`` (``time.monotonic()``).
+def write_all(
+    fd: int, data: bytes, deadline: float | None, on_block: Callable[[], None] | None = None
+) -> None:
+    """Write all of ``data`` to the non-blocking ``fd`` by ``deadline`` (``time.monotonic()``);
+    ``on_block`` runs once before the first wait for room in the pipe.
 
     Raises ``TimeoutError`` at the deadline and ``BrokenPipeError`` when the reader is gone; both
     carry ``characters_written`` (a partial line means the stream can no longer be used). With
@@ -421,6 +424,8 @@ def write_all(fd: int, data: bytes, deadline: float | None) -> None:
                     raise _written(timeout, written)
                 wait = min(wait, _WAKE)
             if poller is None:
+                if on_block is not None:
+                    on_block()
                 poller = select.poll()
                 poller.register(fd, select.POLLOUT)
             for _, events in poller.poll(math.ceil(wait * 1000)):

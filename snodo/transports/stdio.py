@@ -21,6 +21,7 @@ import select
 import threading
 import time
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
 from snodo._log import get_logger
@@ -65,6 +66,8 @@ _HUB = "hub"
 _LEAD = ("lead", None)
 #: Longest single wait of the reading caller before it looks at its inbox again (ms).
 LEAD_POLL_MS = 200.0
+#: How long a lone reading caller polls without sleeping before it blocks (seconds).
+LEAD_SPIN = 50e-6
 
 
 class _Call:
@@ -192,9 +195,14 @@ class StdioTransport:
             self._pending[request_id] = call
         started = time.monotonic()
         limit = WRITE_TIMEOUT if options.timeout is None else min(WRITE_TIMEOUT, options.timeout)
+        on_block = None
+        if self._lead and self._take_reader_first(call):
+            # Reading before the response can arrive keeps the hub from reading it (a thread
+            # hop); a write that has to wait for room gives the role up, so stdout is read.
+            on_block = partial(self._leave, call)
         try:
             try:
-                self._write(message, started + limit)
+                self._write(message, started + limit, on_block)
             except TimeoutError:
                 raise errors.timeout_error(limit, cause=("write_timeout",)) from None
             try:
@@ -210,6 +218,8 @@ class StdioTransport:
                 raise
         finally:
             self._pending.pop(request_id, None)  # atomic; the lock orders only _lost with it
+            if self._reader is call:  # the write failed while holding the role
+                self._release_reader()
 
     def listen(
         self, message: dict[str, Any], options: RequestOptions, sink: SubscriptionSink
@@ -337,7 +347,12 @@ class StdioTransport:
         if self._write_lock.acquire(timeout=1.0):  # in-flight writes finish into /dev/null
             self._write_lock.release()
 
-    def _write(self, message: dict[str, Any], deadline: float) -> None:
+    def _write(
+        self,
+        message: dict[str, Any],
+        deadline: float,
+        on_block: Callable[[], None] | None = None,
+    ) -> None:
         """Write one message by ``deadline``; ``TimeoutError`` if it could not even start.
 
         Concurrent writers combine: whoever holds the write lock writes every queued message,
@@ -364,7 +379,7 @@ class StdioTransport:
                 if self._write_closed:
                     raise errors.connection_error("Connection closed", cause=("closed",))
                 payload = batch[0] if len(batch) == 1 else b"".join(batch)
-                process.write_all(self._child.stdin, payload, deadline)
+                process.write_all(self._child.stdin, payload, deadline, on_block)
         except BrokenPipeError:
             # Usually the server has exited and the hub has not seen it yet: report the exit.
             status = process.wait_exit(self._child, EXIT_WAIT)
@@ -497,6 +512,17 @@ class StdioTransport:
             self._followers.add(call)
             return False
 
+    def _take_reader_first(self, call: _Call) -> bool:
+        """Before writing: take the reader role if no one holds it (else wait as usual)."""
+        if self._reader is not None or len(self._pending) > 1:
+            return False  # with others waiting, the role usually passes between them
+        with self._lock:
+            if self._reader is None and not self._stdout_done and self._lost is None:
+                self._reader = call
+                hub().disarm(self._child.stdout)
+                return True
+            return False
+
     def _leave(self, call: _Call) -> None:
         """``call`` stops waiting: it is no follower, and gives the role up if it holds it."""
         # Only a follower can be handed the role, and a caller is a follower only while it
@@ -514,7 +540,15 @@ class StdioTransport:
             poller.register(self._child.pidfd, select.POLLIN)
         # Capped, so a close() that failed this call while no byte arrives is seen soon.
         wait = LEAD_POLL_MS if remaining is None else min(LEAD_POLL_MS, remaining * 1000.0)
-        events = poller.poll(wait)
+        events = poller.poll(0)
+        if not events and not self._followers:
+            # A lone caller polls a little before it sleeps: a response that comes within
+            # LEAD_SPIN is then read without a wake-up (docs/decisions/0026).
+            until = time.monotonic() + min(LEAD_SPIN, wait / 1000.0)
+            while not events and time.monotonic() < until:
+                events = poller.poll(0)
+        if not events:
+            events = poller.poll(wait)
         stdout = self._child.stdout
         exited = False
         for fd, _ in events:

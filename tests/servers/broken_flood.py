@@ -1,6 +1,7 @@
 """Tool ``flood`` {count}: writes ``count`` notifications (log messages, progress for tokens
 nobody holds, resource updates) and, when the call carries a progress token, as many progress
-reports for it; then answers. ``--done FILE`` gets a line once a flood is written."""
+reports for it; then answers. ``--done FILE`` gets a line once a flood is written.
+``flood_inline`` does the same on the main loop: the server reads no stdin until it is done."""
 
 from __future__ import annotations
 
@@ -50,6 +51,8 @@ def configure(server: Server) -> None:
             with open(server.extra[server.extra.index("--done") + 1], "a") as f:
                 f.write("flooded\n")
         return {"content": [{"type": "text", "text": f"flooded {count}"}]}
+
+    server.tool("flood_inline")(flood)
 
 
 if __name__ == "__main__":
