@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 
 _log = get_logger("snodo.transports.http")
 
+#: The most a listen stream reads at once: the buffer is held while the read blocks, for the
+#: stream's whole life (an event larger than this just takes more reads).
+LISTEN_READ = 4096
 #: How long cancel() waits for the reader task to finish.
 READER_STOP = 2.0
 
@@ -37,7 +40,7 @@ def open_listen(
     sink: SubscriptionSink,
 ) -> Listening:
     """POST the listen request and return once its stream acknowledged it."""
-    from snodo.transports.http import READ_SIZE, _discard, _event_message
+    from snodo.transports.http import _discard, _event_message
 
     transport._check_open()
     body = jsonrpc.encode(message)
@@ -57,7 +60,7 @@ def open_listen(
         error: McpError | None = None
         try:
             while not route.ended:
-                chunk = response.read1(READ_SIZE)
+                chunk = response.read1(LISTEN_READ)
                 if not chunk:
                     break
                 for event in parser.feed(chunk):

@@ -33,6 +33,9 @@ __all__ = [
 ]
 
 RECV_SIZE = 64 * 1024
+#: The smallest read ``read1`` asks the socket for (a long-lived stream reads small: its
+#: buffer is held, allocated, while the read blocks).
+MIN_RECV = 1024
 #: Idle keep-alive connections kept per endpoint (more concurrent requests open and close).
 MAX_IDLE = 32
 
@@ -104,7 +107,7 @@ class Response:
             if conn.buf:
                 data, conn.buf = conn.buf, b""
             else:
-                data = self._recv(conn)
+                data = self._recv(conn, min(RECV_SIZE, max(amt, MIN_RECV)))
                 if not data:
                     return self._at_eof()
             if self._mode == "length":
@@ -131,9 +134,9 @@ class Response:
                 body, self._decoded = body[:amt], body[amt:]
                 return body
 
-    def _recv(self, conn: _Conn) -> bytes:
+    def _recv(self, conn: _Conn, size: int) -> bytes:
         try:
-            return conn.sock.recv(RECV_SIZE)
+            return conn.sock.recv(size)
         except TimeoutError:
             self._reusable = False
             raise WireTimeout("read timed out") from None
