@@ -416,35 +416,20 @@ class StdioTransport:
     def _await(
         self, request_id: Any, call: _Call, options: RequestOptions, started: float
     ) -> dict[str, Any]:
-        timeout = options.timeout
-        deadline = None if timeout is None else started + timeout
-        cap = (
-            started + options.max_total_timeout
-            if options.reset_timeout_on_progress and options.max_total_timeout is not None
-            else None
-        )
+        deadline, cap = _deadlines(options, started)
         while True:
-            remaining = None
-            if deadline is not None:
-                limit = deadline if cap is None else min(deadline, cap)
-                remaining = limit - time.monotonic()
-                if remaining <= 0:
-                    return self._timed_out(request_id, options, deadline, cap)
+            remaining = _remaining(deadline, cap)
+            if remaining is not None and remaining <= 0:
+                return self._timed_out(request_id, options, deadline, cap)
             try:
                 kind, value = call.inbox.get(timeout=remaining)
             except queue.Empty:
                 continue  # the loop turns the deadline into the timeout error
-            if kind == "response":
-                response: dict[str, Any] = value
+            response = _inbox_item(call, kind, value, options)
+            if response is not None:
                 return response
-            if kind == "error":
-                raise _copy(value)
-            # progress
-            call.queued_progress -= 1
-            if options.on_progress is not None:
-                options.on_progress(value)  # if it raises, request() cancels
-            if options.reset_timeout_on_progress and timeout is not None:
-                deadline = time.monotonic() + timeout
+            if options.reset_timeout_on_progress and options.timeout is not None:
+                deadline = time.monotonic() + options.timeout
 
     def _await_leading(
         self, request_id: Any, call: _Call, options: RequestOptions, started: float
@@ -452,25 +437,16 @@ class StdioTransport:
         """``_await`` with leader reading: read stdout while no one else does, else wait on
         the inbox (where the leader puts the response, or the reader role when it is handed
         over). The role is given up before any user code runs and before returning."""
-        timeout = options.timeout
-        deadline = None if timeout is None else started + timeout
-        cap = (
-            started + options.max_total_timeout
-            if options.reset_timeout_on_progress and options.max_total_timeout is not None
-            else None
-        )
+        deadline, cap = _deadlines(options, started)
         try:
             while True:
                 if not call.inbox.empty():
                     kind, value = call.inbox.get_nowait()
                 else:
-                    remaining = None
-                    if deadline is not None:
-                        limit = deadline if cap is None else min(deadline, cap)
-                        remaining = limit - time.monotonic()
-                        if remaining <= 0:
-                            self._leave(call)
-                            return self._timed_out(request_id, options, deadline, cap)
+                    remaining = _remaining(deadline, cap)
+                    if remaining is not None and remaining <= 0:
+                        self._leave(call)
+                        return self._timed_out(request_id, options, deadline, cap)
                     if self._take_reader(call):
                         self._read_leading(call, remaining)
                         continue
@@ -486,16 +462,11 @@ class StdioTransport:
                     continue  # handed the reader role: the loop reads
                 if self._reader is call:
                     self._release_reader()
-                if kind == "response":
-                    response: dict[str, Any] = value
+                response = _inbox_item(call, kind, value, options)
+                if response is not None:
                     return response
-                if kind == "error":
-                    raise _copy(value)
-                call.queued_progress -= 1
-                if options.on_progress is not None:
-                    options.on_progress(value)  # if it raises, request() cancels
-                if options.reset_timeout_on_progress and timeout is not None:
-                    deadline = time.monotonic() + timeout
+                if options.reset_timeout_on_progress and options.timeout is not None:
+                    deadline = time.monotonic() + options.timeout
         finally:
             self._leave(call)
 
@@ -613,10 +584,15 @@ class StdioTransport:
             self._release_reader()
 
     def _timed_out(
-        self, request_id: Any, options: RequestOptions, deadline: float, cap: float | None
+        self, request_id: Any, options: RequestOptions, deadline: float | None, cap: float | None
     ) -> dict[str, Any]:
         self._cancel(request_id, "Request timed out")
-        if cap is not None and cap <= deadline and options.max_total_timeout is not None:
+        if (
+            cap is not None
+            and deadline is not None
+            and cap <= deadline
+            and options.max_total_timeout is not None
+        ):
             raise errors.max_total_timeout_error(options.max_total_timeout)
         raise errors.timeout_error(options.timeout or 0.0)
 
@@ -919,3 +895,38 @@ def _stop_owner(ref: Any, name: str) -> None:
         terminate_child(connections(), name, timeout=5.0)
     except Exception:
         _log.debug("owner already gone", connection=name)
+
+
+def _deadlines(options: RequestOptions, started: float) -> tuple[float | None, float | None]:
+    """The request's deadline and, when progress resets it, the cap of max_total_timeout."""
+    timeout = options.timeout
+    deadline = None if timeout is None else started + timeout
+    cap = (
+        started + options.max_total_timeout
+        if options.reset_timeout_on_progress and options.max_total_timeout is not None
+        else None
+    )
+    return deadline, cap
+
+
+def _remaining(deadline: float | None, cap: float | None) -> float | None:
+    """Seconds left before the earlier of deadline and cap (None: no deadline)."""
+    if deadline is None:
+        return None
+    return (deadline if cap is None else min(deadline, cap)) - time.monotonic()
+
+
+def _inbox_item(
+    call: _Call, kind: str, value: Any, options: RequestOptions
+) -> dict[str, Any] | None:
+    """A response or error from the caller's inbox (returned / raised), or a progress
+    notification delivered to the caller's progress function (None)."""
+    if kind == "response":
+        response: dict[str, Any] = value
+        return response
+    if kind == "error":
+        raise _copy(value)
+    call.queued_progress -= 1
+    if options.on_progress is not None:
+        options.on_progress(value)  # if it raises, request() cancels
+    return None
