@@ -169,3 +169,23 @@ def internal_error(
 ) -> McpError:
     """-32603."""
     return McpError(INTERNAL_ERROR, message, data, cause=cause)
+
+
+def outcome_unknown_error(message: str, *, cause: Any = None) -> McpError:
+    """-32000 for a request that was written but never answered: the server may have acted on
+    it, so it is not sent again. ``data`` says ``{"outcome": "unknown"}`` so a caller can tell
+    it from a request that never left (which is safe to retry)."""
+    return McpError(
+        CONNECTION_CLOSED, message, {"outcome": "unknown"}, kind="transport", cause=cause
+    )
+
+
+def broken_response_error(reason: str, *, cause: Any = None) -> McpError:
+    """-32000 for an answer to our request that is not a valid JSON-RPC response (for instance
+    both "result" and "error"): the call fails at once instead of waiting for its timeout."""
+    return McpError(
+        CONNECTION_CLOSED,
+        f"The server sent an invalid response: {reason}",
+        kind="transport",
+        cause=cause,
+    )

@@ -34,6 +34,7 @@ __all__ = [
     "Request",
     "RequestId",
     "Response",
+    "cancelled_notification",
     "classify",
     "decode",
     "decode_message",
@@ -42,6 +43,7 @@ __all__ = [
     "error_response",
     "is_valid_id",
     "notification",
+    "refused_response_id",
     "request",
     "result_response",
 ]
@@ -534,6 +536,16 @@ def classify(obj: Any) -> Message:
     return ErrorResponse(raw_id, error)
 
 
+def refused_response_id(obj: Any) -> RequestId | None:
+    """The id of a message that ``classify`` refused but that is shaped as a response to one of
+    our requests (no "method", a valid id): the caller of that request is failed at once rather
+    than left waiting for an answer that will never be valid. None for anything else."""
+    if not isinstance(obj, dict) or "method" in obj:
+        return None
+    raw_id = obj.get("id")
+    return raw_id if is_valid_id(raw_id) else None
+
+
 def decode_message(
     data: bytes | bytearray | memoryview | str, *, max_bytes: int = MAX_MESSAGE_BYTES
 ) -> tuple[Any, Message]:
@@ -566,6 +578,14 @@ def notification(method: str, params: dict[str, Any] | None = None) -> dict[str,
     if params is not None:
         message["params"] = params
     return message
+
+
+def cancelled_notification(request_id: RequestId, reason: str | None = None) -> dict[str, Any]:
+    """The initialize-era ``notifications/cancelled`` for a request the client gave up on."""
+    params: dict[str, Any] = {"requestId": _checked_id(request_id)}
+    if reason is not None:
+        params["reason"] = reason
+    return notification("notifications/cancelled", params)
 
 
 def result_response(id: RequestId, result: dict[str, Any]) -> dict[str, Any]:
