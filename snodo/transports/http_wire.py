@@ -25,6 +25,7 @@ from snodo.protocol.http1 import FramingError, Headers, HeadTooLarge
 __all__ = [
     "ConnectError",
     "HeadTooLarge",
+    "NoResponse",
     "Response",
     "WireError",
     "WirePool",
@@ -50,6 +51,11 @@ class ConnectError(WireError):
 
 class WireTimeout(WireError, TimeoutError):
     """A connect or read timeout passed."""
+
+
+class NoResponse(WireError):
+    """The request was written whole but no response came: the server may have acted on it, so
+    it is never sent again (the caller reports the outcome as unknown)."""
 
 
 class _Conn:
