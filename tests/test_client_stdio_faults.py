@@ -72,9 +72,9 @@ def test_lines_that_are_not_json_rpc_responses_are_skipped(
     tmp_path: Path, protocol: str | None
 ) -> None:
     """Correlation by ID: non-JSON lines, invalid UTF-8, JSON that is not JSON-RPC, bad envelopes
-    carrying the pending id, responses to unknown ids and look-alike ids (the id as a string,
-    a float, negated) are all skipped; every call (the probe and initialize included) gets its
-    own response."""
+    (shaped as responses to other ids, or as a request with the pending id), responses to
+    unknown ids and look-alike ids (the id as a string, a float, negated) are all skipped;
+    every call (the probe and initialize included) gets its own response."""
     target, log = scripted(tmp_path, "broken_noise.py")
     with snodo.connect(target, protocol=protocol, timeout=10.0, probe_timeout=5.0) as client:
         assert client.version == (LATEST if protocol is None else protocol)

@@ -866,3 +866,57 @@ def test_decode_error_is_a_value_error_that_pickles_and_converts() -> None:
     assert wire == {"code": -32600, "message": "Invalid Request: bad envelope"}
     parse = refusal(b"{").to_mcp_error()
     assert parse.code == PARSE_ERROR and parse.message.startswith("Parse error: ")
+
+
+# -- refused_response_id: an invalid answer to one of our requests ------------------------------
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        ({"jsonrpc": "2.0", "id": 7, "result": {}, "error": {"code": 1, "message": "x"}}, 7),
+        ({"jsonrpc": "2.0", "id": "a-1", "result": "not an object"}, "a-1"),
+        ({"jsonrpc": "1.0", "id": 3, "result": {}}, 3),
+        ({"id": 4, "result": {}}, 4),
+        ({"jsonrpc": "2.0", "id": 5}, 5),
+        ({"jsonrpc": "2.0", "id": 6, "error": "not an object"}, 6),
+        ({"jsonrpc": "2.0", "id": 8, "error": {"code": "x", "message": "m"}}, 8),
+    ],
+)
+def test_refused_response_id_names_the_request_of_a_refused_response(
+    message: dict[str, Any], expected: Any
+) -> None:
+    """A message classify() refuses but shaped as a response (no "method", a valid id) names the
+    request it answers, so that call fails at once instead of at its timeout."""
+    with pytest.raises(jsonrpc.DecodeError):
+        jsonrpc.classify(message)
+    assert jsonrpc.refused_response_id(message) == expected
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        {"jsonrpc": "2.0", "id": 7, "method": 9},  # request-shaped: never an answer
+        {"jsonrpc": "2.0", "id": 7, "method": "x", "result": {}},
+        {"jsonrpc": "2.0", "id": True, "result": {}, "error": {}},  # bool is no id
+        {"jsonrpc": "2.0", "id": 1.5, "result": {}},
+        {"jsonrpc": "2.0", "id": None, "result": {}, "error": {}},
+        {"jsonrpc": "2.0", "result": {}, "error": {}},  # no id at all
+        {"jsonrpc": "2.0", "id": "x" * 100_000, "result": {}, "error": {}},  # over MAX_ID_LENGTH
+        {"jsonrpc": "2.0", "id": 10**100, "result": {}, "error": {}},  # too many digits
+        [{"jsonrpc": "2.0", "id": 1, "result": {}}],  # a batch
+        "a string",
+        None,
+    ],
+)
+def test_refused_response_id_is_none_for_anything_else(message: Any) -> None:
+    """No valid id, or a "method": nothing to fail (the line is only skipped)."""
+    assert jsonrpc.refused_response_id(message) is None
+
+
+def test_refused_response_id_does_not_check_the_envelope_itself() -> None:
+    """It does not repeat classify(): a valid response names its id too, so callers ask only
+    after classify() refused the message."""
+    message = {"jsonrpc": "2.0", "id": 9, "result": {}}
+    assert isinstance(jsonrpc.classify(message), jsonrpc.Response)
+    assert jsonrpc.refused_response_id(message) == 9

@@ -35,6 +35,7 @@ class _Watch:
     on_data: Callable[[bytes], None] | None  # None: readiness only (a pidfd), fires once
     on_eof: Callable[[], None]
     oneshot: bool = False  # readiness, disarmed after each firing until rearm()
+    write: bool = False  # room for writing (``watch_writable``), fires once
 
 
 class IoHub:
@@ -67,6 +68,14 @@ class IoHub:
         """Call ``on_ready()`` once when ``fd`` becomes readable (a pidfd: the process exited)."""
         with self._lock:
             self._pending.append(("add", fd, _Watch(None, on_ready), None))
+            self._ensure_running()
+            self._wake()
+
+    def watch_writable(self, fd: int, on_ready: Callable[[], None]) -> None:
+        """Call ``on_ready()`` once when ``fd`` has room for writing (a stdin pipe a server
+        stopped reading); the watch then ends. One watch per descriptor at a time."""
+        with self._lock:
+            self._pending.append(("add", fd, _Watch(None, on_ready, write=True), None))
             self._ensure_running()
             self._wake()
 
@@ -143,7 +152,8 @@ class IoHub:
                 if action == "add" and entry is not None:
                     self._watches[fd] = entry
                     try:
-                        selector.register(fd, selectors.EVENT_READ, entry)
+                        events = selectors.EVENT_WRITE if entry.write else selectors.EVENT_READ
+                        selector.register(fd, events, entry)
                         if entry.oneshot:
                             self._epoll.modify(fd, _ONESHOT)
                     except (KeyError, ValueError, OSError, AttributeError):
@@ -191,7 +201,7 @@ class IoHub:
         if entry.oneshot:
             self._call(entry.on_eof)
             return
-        if entry.on_data is None:
+        if entry.on_data is None:  # readiness (a pidfd, room in a pipe): fires once
             self._forget(selector, fd, entry)
             self._call(entry.on_eof)
             return

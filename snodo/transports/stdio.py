@@ -14,6 +14,7 @@ complete a pending request directly; see docs/decisions/0008-stdio-io-hub.md and
 
 from __future__ import annotations
 
+import errno
 import itertools
 import os
 import queue
@@ -24,7 +25,7 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
-from snodo._log import get_logger
+from snodo._log import WarningLimiter, get_logger
 from snodo._tasks import Task, TaskCancelled
 from snodo.protocol import errors, jsonrpc
 from snodo.protocol import subscriptions as subs
@@ -57,6 +58,10 @@ CLOSE_GRACE = 2.0
 TERM_WAIT = 2.0
 #: After stdout closes, how long to wait for the exit that usually follows (to report its status).
 EXIT_WAIT = 0.5
+#: Replies to server requests (pings, unknown methods, a full handler pool, handlers' answers)
+#: waiting for room in the stdin of a server that does not read it; beyond this they are dropped
+#: and counted (docs/decisions/0027). With the pipe's own 64 KiB, 128 KiB are in flight at most.
+MAX_UNSENT_REPLY_BYTES = 64 * 1024
 
 _connection_ids = itertools.count(1)
 
@@ -122,6 +127,14 @@ class StdioTransport:
         self._write_lock = threading.Lock()
         self._outbox_lock = threading.Lock()
         self._outbox: list[bytes] = []
+        # Replies the reading side could not write without waiting (docs/decisions/0027): bytes
+        # committed to the stream, written before anything else; guarded by the outbox lock.
+        self._unsent = bytearray()
+        self._quick_writer = False  # the write lock is held by a reply flush that never waits
+        self._stdin_watched = False  # the hub waits for room in stdin to flush _unsent
+        self._stdin_watch_used = False
+        self._dropped_replies = 0  # replies dropped since the last report of the count
+        self._warnings = WarningLimiter()
         self._lost: McpError | None = None
         self._closed = False
         self._close_started = False
@@ -319,6 +332,9 @@ class StdioTransport:
             io.unwatch(self._child.stderr)
             if self._child.pidfd is not None:
                 io.unwatch(self._child.pidfd)
+            if self._stdin_watch_used:
+                io.unwatch(self._child.stdin)
+            self._report_suppressed()
             process.terminate(self._child, grace=CLOSE_GRACE, term_wait=TERM_WAIT)
             self._await_reader_gone(2.0)
             process.close_fds(self._child)
@@ -333,7 +349,8 @@ class StdioTransport:
         """End the server's stdin without freeing its descriptor number yet: a writer still in
         flight (a handler that could not be interrupted) writes into /dev/null, never into a
         later connection that the OS gave the same number."""
-        self._write_closed = True
+        with self._outbox_lock:  # no stdin watch is armed after this (_watch_stdin_locked)
+            self._write_closed = True
         if self._child.is_closed("stdin"):
             return
         try:
@@ -358,16 +375,31 @@ class StdioTransport:
         Concurrent writers combine: whoever holds the write lock writes every queued message,
         in one system call per batch, and lets go only when the outbox is empty (checked under
         the outbox lock), so a writer that finds the lock held leaves its message to the holder
-        and returns at once. A message cut off half-way (or a combined write that failed) leaves
-        the stream unusable: the connection is lost (-32000) and every pending request fails.
+        and returns at once (unless the holder is a reply flush, which never waits: then it
+        takes the lock after it). Replies queued by the reading side (``_unsent``) go first. A
+        message cut off half-way (or a combined write that failed) leaves the stream unusable:
+        the connection is lost (-32000) and every pending request fails.
         """
         data = jsonrpc.encode_line(message)
         with self._outbox_lock:
-            self._outbox.append(data)
-            if not self._write_lock.acquire(blocking=False):
+            quick = False
+            if self._write_lock.acquire(blocking=False):
+                self._outbox.append(data)
+            elif not self._quick_writer:
+                self._outbox.append(data)
                 return  # the holder sends it before it lets go
+            else:
+                quick = True
+        if quick:
+            # A reply flush holds the lock for a few writes that never wait: take it after.
+            if not self._write_lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
+                raise TimeoutError(errno.ETIMEDOUT, "the write lock stayed held")
+            with self._outbox_lock:
+                self._outbox.append(data)
         held = True
         batch: list[bytes] = []
+        unsent = b""
+        first = True
         try:
             while True:
                 with self._outbox_lock:
@@ -375,11 +407,20 @@ class StdioTransport:
                     if not batch:
                         held = False
                         self._write_lock.release()
+                        if self._unsent:
+                            self._watch_stdin_locked()  # replies that came meanwhile
                         return
+                    unsent = b""
+                    if self._unsent:
+                        unsent = bytes(self._unsent)
+                        self._unsent.clear()
                 if self._write_closed:
                     raise errors.connection_error("Connection closed", cause=("closed",))
                 payload = batch[0] if len(batch) == 1 else b"".join(batch)
+                if unsent:
+                    payload = unsent + payload
                 process.write_all(self._child.stdin, payload, deadline, on_block)
+                first = False
         except BrokenPipeError:
             # Usually the server has exited and the hub has not seen it yet: report the exit.
             status = process.wait_exit(self._child, EXIT_WAIT)
@@ -395,7 +436,14 @@ class StdioTransport:
                 )
             ) from None
         except TimeoutError as exc:
-            if getattr(exc, "characters_written", 0) or len(batch) > 1:
+            written = getattr(exc, "characters_written", 0)
+            if written < len(unsent):
+                with self._outbox_lock:  # the replies' rest stays first in line
+                    self._unsent[0:0] = unsent[written:]
+                written = 0
+            else:
+                written -= len(unsent)
+            if written or len(batch) > 1 or not first:
                 raise self._lose(
                     errors.connection_error(
                         "The server stopped reading its stdin in the middle of a message",
@@ -411,7 +459,109 @@ class StdioTransport:
             ) from None
         finally:
             if held:
-                self._write_lock.release()
+                self._let_go()
+
+    # -- internals: replies from the reading side (never wait; docs/decisions/0027) ------------
+
+    def _reply(self, reply: dict[str, Any]) -> None:
+        """Answer a server request without ever waiting (from the hub, a reading caller or a
+        handler): written now if stdin has room, else queued (at most
+        ``MAX_UNSENT_REPLY_BYTES``) for the hub to write when there is room, or for the next
+        writer; beyond the bound dropped and counted, so a server that does not read its stdin
+        holds up no other connection, and no handler."""
+        data = jsonrpc.encode_line(reply)
+        with self._outbox_lock:
+            if self._write_closed:
+                return
+            dropped = bool(self._unsent) and (
+                len(self._unsent) + len(data) > MAX_UNSENT_REPLY_BYTES
+            )
+            if dropped:
+                self._dropped_replies += 1
+                first_drop = self._dropped_replies == 1
+            else:
+                self._unsent += data
+                if self._stdin_watched or not self._write_lock.acquire(blocking=False):
+                    return  # the hub writes it when stdin has room; a holder arms that watch
+                self._quick_writer = True
+        if dropped:
+            if first_drop:  # the count follows once the queue drains, or at close
+                _log.warning(
+                    "dropping replies to a server that does not read its stdin",
+                    connection=self.name,
+                    queued_bytes=MAX_UNSENT_REPLY_BYTES,
+                )
+            return
+        self._flush_unsent()
+
+    def _flush_unsent(self) -> None:
+        """Holding the write lock as a reply flush: write the queued replies while the pipe has
+        room (one non-blocking write); the rest stays queued and the hub watches for room."""
+        with self._outbox_lock:
+            data = bytes(self._unsent)
+            self._unsent.clear()
+        written = 0
+        if data and not self._write_closed:
+            try:
+                written = os.write(self._child.stdin, data)
+            except BlockingIOError:
+                pass
+            except OSError:
+                written = len(data)  # the server is gone (its exit is seen by the hub): drop
+        dropped = 0
+        with self._outbox_lock:
+            if written < len(data):
+                self._unsent[0:0] = memoryview(data)[written:]
+            elif not self._unsent and self._dropped_replies:
+                dropped, self._dropped_replies = self._dropped_replies, 0
+        self._let_go()
+        if dropped:
+            self._report_dropped(dropped)
+
+    def _let_go(self) -> None:
+        """Release the write lock; replies still queued get the hub's watch for room."""
+        with self._outbox_lock:
+            self._quick_writer = False
+            self._write_lock.release()
+            if self._unsent:
+                self._watch_stdin_locked()
+
+    def _watch_stdin_locked(self) -> None:
+        """(Under the outbox lock.) Have the hub call back when stdin has room, once."""
+        if self._stdin_watched or self._write_closed:
+            return
+        self._stdin_watched = self._stdin_watch_used = True
+        hub().watch_writable(self._child.stdin, self._on_stdin_writable)
+
+    def _on_stdin_writable(self) -> None:
+        """The hub saw room in stdin: write the queued replies (unless a writer holds the lock:
+        it arms the watch again when it lets go)."""
+        with self._outbox_lock:
+            self._stdin_watched = False
+            if self._write_closed:
+                self._unsent.clear()
+                return
+            if not self._unsent or not self._write_lock.acquire(blocking=False):
+                return
+            self._quick_writer = True
+        self._flush_unsent()
+
+    def _report_dropped(self, count: int) -> None:
+        _log.warning(
+            "dropped replies to a server that did not read its stdin",
+            connection=self.name,
+            dropped=count,
+        )
+
+    def _report_suppressed(self) -> None:
+        """On close: the replies dropped and the warnings suppressed that were not reported."""
+        with self._outbox_lock:
+            dropped, self._dropped_replies = self._dropped_replies, 0
+        if dropped:
+            self._report_dropped(dropped)
+        for kind, count in self._warnings.summary().items():
+            emit = _log.info if kind == "unknown_id" else _log.warning  # as the records were
+            emit("suppressed repeated records", connection=self.name, kind=kind, suppressed=count)
 
     def _await(
         self, request_id: Any, call: _Call, options: RequestOptions, started: float
@@ -631,20 +781,27 @@ class StdioTransport:
 
     def _on_line(self, line: bytes | Oversized) -> None:
         if isinstance(line, Oversized):
-            _log.warning(
-                "refused an oversized line from the server", connection=self.name, size=line.size
+            self._warnings.log(
+                _log.warning,
+                "oversized",
+                "refused an oversized line from the server",
+                connection=self.name,
+                size=line.size,
             )
             return
         try:
             message = jsonrpc.decode(line)
+        except jsonrpc.DecodeError as exc:
+            self._skipped(line, exc)
+            return
+        try:
             kind = jsonrpc.classify(message)
         except jsonrpc.DecodeError as exc:
-            _log.warning(
-                "skipped a line that is not JSON-RPC",
-                connection=self.name,
-                reason=exc.reason,
-                line=line[:200],
-            )
+            # An answer to one of our requests that is not a valid response (both "result" and
+            # "error", say): fail that call now rather than at its timeout.
+            request_id = jsonrpc.refused_response_id(message)
+            if request_id is None or not self._fail_call(request_id, exc.reason):
+                self._skipped(line, exc)
             return
         if isinstance(kind, (jsonrpc.Response, jsonrpc.ErrorResponse)):
             self._on_response(kind.id, message)
@@ -652,6 +809,41 @@ class StdioTransport:
             self._on_notification(kind.method, kind.params)
         else:
             self._on_server_request(kind.id, kind.method, kind.params, message)
+
+    def _skipped(self, line: bytes, exc: jsonrpc.DecodeError) -> None:
+        self._warnings.log(
+            _log.warning,
+            "not_json_rpc",
+            "skipped a line that is not JSON-RPC",
+            connection=self.name,
+            reason=exc.reason,
+            line=line[:200],
+        )
+
+    def _fail_call(self, request_id: Any, reason: str) -> bool:
+        """Fail the pending call (or subscription) ``request_id`` with -32000 for an invalid
+        response; False if nothing waits on that id."""
+        with self._lock:
+            call = self._pending.pop(request_id, None)
+            if call is not None:
+                self._followers.discard(call)
+            route = self._listens.pop(request_id, None) if call is None else None
+        if call is None and route is None:
+            return False
+        error = errors.broken_response_error(reason, cause=("invalid_response", reason))
+        self._warnings.log(
+            _log.warning,
+            "invalid_response",
+            "failed a call on an invalid response",
+            connection=self.name,
+            id=request_id,
+            reason=reason,
+        )
+        if call is not None:
+            call.inbox.put(("error", error))
+        elif route is not None:
+            route.end(error)
+        return True
 
     def _on_response(self, request_id: Any, message: dict[str, Any]) -> None:
         with self._lock:
@@ -663,7 +855,13 @@ class StdioTransport:
             route.on_message(message)
             return
         if call is None:
-            _log.info("dropped a response to an unknown id", connection=self.name, id=request_id)
+            self._warnings.log(
+                _log.info,
+                "unknown_id",
+                "dropped a response to an unknown id",
+                connection=self.name,
+                id=request_id,
+            )
             return
         call.inbox.put(("response", message))
 
@@ -696,11 +894,11 @@ class StdioTransport:
         self, request_id: Any, method: str, params: dict[str, Any] | None, message: dict[str, Any]
     ) -> None:
         if method == "ping":
-            self._reply_soon(jsonrpc.result_response(request_id, {}))
+            self._reply(jsonrpc.result_response(request_id, {}))
             return
         answer = self._answer
         if answer is None:
-            self._reply_soon(jsonrpc.error_response(request_id, errors.method_not_found(method)))
+            self._reply(jsonrpc.error_response(request_id, errors.method_not_found(method)))
             return
 
         def run() -> None:
@@ -717,24 +915,11 @@ class StdioTransport:
             self._reply(reply)
 
         if not self._handlers.submit(run):
-            self._reply_soon(
+            self._reply(
                 jsonrpc.error_response(
                     request_id, errors.internal_error("Too many server requests in flight")
                 )
             )
-
-    def _reply(self, reply: dict[str, Any]) -> None:
-        try:
-            self._write(reply, time.monotonic() + WRITE_TIMEOUT)
-        except (McpError, TimeoutError) as error:
-            _log.info("could not answer a server request", connection=self.name, error=str(error))
-
-    def _reply_soon(self, reply: dict[str, Any]) -> None:
-        """Answer from the hub without blocking it for long (a short write deadline)."""
-        try:
-            self._write(reply, time.monotonic() + 0.1)
-        except (McpError, TimeoutError) as error:
-            _log.info("could not answer a server request", connection=self.name, error=str(error))
 
     def _on_stdout_eof(self) -> None:
         for line in self._framer.flush():

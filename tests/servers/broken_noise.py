@@ -1,5 +1,6 @@
 """Writes junk before every response: lines that are not JSON, JSON that is not JSON-RPC, bad
-envelopes carrying the pending request's id, and responses to ids nobody asked for. The real
+envelopes (a request-shaped one carrying the pending request's id, response-shaped ones for
+other ids), and responses to ids nobody asked for. The real
 response always follows; a client must skip the rest."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from scripted_lib import Server, main
 
 def junk(server: Server, request_id: Any) -> None:
     wrong = {"wrong": True}
+    other = request_id + 1_000_000 if isinstance(request_id, int) else f"{request_id}-other"
     lines = [
         b"this is not JSON",
         b"",
@@ -25,10 +27,12 @@ def junk(server: Server, request_id: Any) -> None:
         b"42",
         b'{"hello": "world"}',
         b'{"jsonrpc": "2.0"}',
-        json.dumps({"jsonrpc": "1.0", "id": request_id, "result": wrong}).encode(),
-        json.dumps({"id": request_id, "result": wrong}).encode(),
-        json.dumps({"jsonrpc": "2.0", "id": request_id, "result": "not an object"}).encode(),
-        json.dumps({"jsonrpc": "2.0", "id": request_id, "result": wrong, "error": wrong}).encode(),
+        # Bad envelopes shaped as responses, for an id nobody waits on (one carrying the pending
+        # id fails that call at once: broken_both.py).
+        json.dumps({"jsonrpc": "1.0", "id": other, "result": wrong}).encode(),
+        json.dumps({"id": other, "result": wrong}).encode(),
+        json.dumps({"jsonrpc": "2.0", "id": other, "result": "not an object"}).encode(),
+        json.dumps({"jsonrpc": "2.0", "id": other, "result": wrong, "error": wrong}).encode(),
         json.dumps({"jsonrpc": "2.0", "id": request_id, "method": 7}).encode(),
         json.dumps({"jsonrpc": "2.0", "method": "notifications/message", "params": None}).encode(),
         json.dumps({"jsonrpc": "2.0", "method": "notifications/message", "params": [1]}).encode(),
