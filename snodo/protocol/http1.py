@@ -2,9 +2,10 @@
 the chunked transfer coding.
 
 Pure functions and small state machines over bytes; ``snodo.transports.http_wire`` moves the
-bytes. Limits are explicit: a head longer than the caller's limit, a header line over
-``MAX_LINE`` bytes, more than ``MAX_HEADERS`` fields, or a chunk-size line over
-``MAX_CHUNK_LINE`` bytes is refused (``FramingError``), never buffered without bound.
+bytes. Limits are explicit: a head longer than the caller's limit (``HeadTooLarge``) or than
+``MAX_HEAD`` bytes, a header line over ``MAX_LINE`` bytes, more than ``MAX_HEADERS`` fields, or a
+chunk-size line over ``MAX_CHUNK_LINE`` bytes is refused (``FramingError``), never buffered
+without bound; ``HeadReader`` finds a head's end scanning each byte once.
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ __all__ = [
     "ChunkedDecoder",
     "FramingError",
     "Head",
+    "HeadReader",
     "HeadTooLarge",
     "Headers",
     "body_framing",
-    "find_head_end",
     "keeps_alive",
     "parse_head",
     "request_head",
@@ -29,6 +30,8 @@ __all__ = [
 #: The longest header line, and the most header fields, of one response head (as http.client).
 MAX_LINE: Final = 65536
 MAX_HEADERS: Final = 100
+#: The longest response head, whatever the caller's limit (docs/decisions/0028).
+MAX_HEAD: Final = 1024 * 1024
 #: The longest chunk-size line (size, extensions and CRLF).
 MAX_CHUNK_LINE: Final = 4096
 
@@ -105,21 +108,58 @@ def request_head(method: str, target: str, host: str, headers: Mapping[str, str]
     return "\r\n".join(lines).encode("latin-1")
 
 
-def find_head_end(buf: bytes | bytearray, limit: int) -> int:
-    """The length of the complete head at the start of ``buf`` (through the blank line), or -1
-    when more bytes are needed. ``HeadTooLarge`` once ``limit`` bytes hold no complete head."""
-    end = buf.find(b"\r\n\r\n")
-    if end < 0:
-        if len(buf) > limit:
-            raise HeadTooLarge(f"response head larger than {limit} bytes")
-        return -1
-    if end + 4 > limit:
-        raise HeadTooLarge(f"response head larger than {limit} bytes")
-    return end + 4
+class HeadReader:
+    """Collects one response head as its bytes arrive and finds its end in linear time: each
+    byte is scanned once (the search resumes where the last one stopped) and the head is bounded
+    in bytes (the caller's limit and ``MAX_HEAD``), in lines (``MAX_HEADERS`` fields after the
+    status line) and in line length (``MAX_LINE``), so a head that never ends fails fast."""
+
+    __slots__ = ("_buf", "_limit", "_line", "_lines", "_scan", "rest")
+
+    def __init__(self, limit: int) -> None:
+        self._buf = bytearray()
+        self._limit = limit
+        self._line = 0  # where the line being read starts
+        self._scan = 0  # where the search for the next CRLF resumes
+        self._lines = 0  # complete lines so far, the status line included
+        #: The bytes after the head, once ``feed`` returned it.
+        self.rest = b""
+
+    def feed(self, data: bytes | bytearray) -> Head | None:
+        """Take the next bytes; the parsed head once its blank line arrived, else None.
+        ``HeadTooLarge`` past the caller's limit, ``FramingError`` for any other bound."""
+        buf = self._buf
+        buf += data
+        while True:
+            end = buf.find(b"\r\n", self._scan)
+            if end < 0:
+                self._scan = max(self._line, len(buf) - 1)  # a CR may end the buffer
+                if len(buf) - self._line > MAX_LINE:
+                    raise FramingError(f"a response header line is longer than {MAX_LINE} bytes")
+                self._check_size(len(buf))
+                return None
+            if end == self._line and self._lines:  # the blank line: the head is complete
+                size = end + 2
+                self._check_size(size)
+                head = parse_head(buf[:size])
+                self.rest = bytes(buf[size:])
+                return head
+            if end - self._line > MAX_LINE:
+                raise FramingError(f"a response header line is longer than {MAX_LINE} bytes")
+            self._lines += 1
+            if self._lines > MAX_HEADERS + 1:
+                raise FramingError(f"the response head has more than {MAX_HEADERS} header fields")
+            self._line = self._scan = end + 2
+
+    def _check_size(self, size: int) -> None:
+        if size > self._limit:
+            raise HeadTooLarge(f"response head larger than {self._limit} bytes")
+        if size > MAX_HEAD:
+            raise FramingError(f"the response head is longer than {MAX_HEAD} bytes")
 
 
 def parse_head(raw: bytes | bytearray) -> Head:
-    """Parse a complete response head (as delimited by ``find_head_end``)."""
+    """Parse a complete response head, through its blank line (as ``HeadReader`` delimits it)."""
     text = bytes(raw[:-4]) if raw.endswith(b"\r\n\r\n") else bytes(raw)
     lines = text.split(b"\r\n")
     status_line = lines[0]

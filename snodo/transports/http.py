@@ -156,6 +156,7 @@ class HttpTransport:
         self._credential: tuple[str | None, str | None, str] | None = None
         self.session_id: str | None = None
         self._closed = False
+        self._pool.retain(self.url)  # its idle connections live while a client holds the URL
 
     # -- Transport protocol ------------------------------------------------------------------
 
@@ -244,6 +245,7 @@ class HttpTransport:
             listener.join(LISTENER_STOP)
         self.delete_session()
         end_session_subscriptions(self, errors.connection_error("Connection closed"))
+        self._pool.release(self.url)  # the last client of the URL closes its idle connections
 
     # -- cache identity (hashed; see snodo.protocol.caching) -------------------------------------
 

@@ -6,6 +6,11 @@ module does only what the transport needs: ``http://`` and ``https://`` (TLS ver
 default), Content-Length, chunked and close-delimited bodies, interim 1xx responses skipped,
 keep-alive reuse of connections whose response was read to its end. Framing decisions are
 ``snodo.protocol.http1``'s; this module moves the bytes.
+
+Lifetimes (docs/decisions/0028): an idle connection is kept at most ``IDLE_TIMEOUT`` seconds,
+only while some client holds its endpoint (``WirePool.retain``/``release``), and is dropped as
+soon as it is seen closed; a request that may have reached the server is never sent again (no
+response to it is ``NoResponse``).
 """
 
 from __future__ import annotations
@@ -13,7 +18,9 @@ from __future__ import annotations
 import select
 import socket
 import ssl
+import sys
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -39,6 +46,12 @@ RECV_SIZE = 64 * 1024
 MIN_RECV = 1024
 #: Idle keep-alive connections kept per endpoint (more concurrent requests open and close).
 MAX_IDLE = 32
+#: Seconds an idle keep-alive connection is kept for reuse: below the common server keep-alive
+#: timeouts (5 s: Node, uvicorn, hypercorn, Apache), so that a server rarely closes one just as
+#: a request goes out on it, and a pool left idle holds no socket for long.
+IDLE_TIMEOUT = 4.0
+#: Interim (1xx) responses skipped before the final one; more is a broken server.
+MAX_INTERIM = 16
 
 
 class WireError(Exception):
@@ -59,15 +72,17 @@ class NoResponse(WireError):
 
 
 class _Conn:
-    """One socket and the bytes read from it past the last response."""
+    """One socket, the bytes read from it past the last response, and (while idle) when it
+    expires."""
 
-    __slots__ = ("buf", "key", "reused", "sock")
+    __slots__ = ("buf", "expires", "key", "reused", "sock")
 
     def __init__(self, sock: socket.socket, key: tuple[Any, ...]) -> None:
         self.sock = sock
         self.key = key
         self.buf = b""
         self.reused = False
+        self.expires = 0.0
 
     def close(self) -> None:
         try:
@@ -197,14 +212,67 @@ class Response:
             conn.close()
 
 
-class WirePool:
-    """Keep-alive connections per (scheme, host, port) for one TLS configuration."""
+Key = tuple[Any, ...]
 
-    def __init__(self, tls: tuple[bool, str | None, str | None, str | None]) -> None:
+
+class WirePool:
+    """Keep-alive connections per (scheme, host, port) for one TLS configuration.
+
+    An idle connection is kept only for an endpoint that some client holds (``retain`` /
+    ``release``), for at most ``idle_timeout`` seconds, and never once it is seen closed or
+    readable. Expiry is checked at every ``request`` and every connection put back, and by one
+    sweep timer on the shared timer service, armed only while a connection is idle (so a pool
+    left alone closes its sockets too). ``clock`` is for tests.
+    """
+
+    def __init__(
+        self,
+        tls: tuple[bool, str | None, str | None, str | None],
+        *,
+        idle_timeout: float = IDLE_TIMEOUT,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._tls = tls
         self._context: ssl.SSLContext | None = None
-        self._idle: dict[tuple[Any, ...], deque[_Conn]] = {}
+        self._idle: dict[Key, deque[_Conn]] = {}  # oldest on the left, reuse from the right
+        self._refs: dict[Key, int] = {}
+        self._idle_timeout = idle_timeout
+        self._clock = clock
+        self._next_expiry = float("inf")  # no idle connection expires before this
+        self._sweeper: Any = None  # the pending sweep Timer, if any
         self._lock = threading.Lock()
+
+    # -- clients of an endpoint ----------------------------------------------------------------
+
+    def retain(self, url: str) -> None:
+        """One more client of ``url``'s endpoint: idle connections to it are kept while any
+        client holds it."""
+        key = _endpoint(url)
+        if key is None:
+            return  # request() reports the bad URL
+        with self._lock:
+            self._refs[key] = self._refs.get(key, 0) + 1
+
+    def release(self, url: str) -> None:
+        """A client of ``url``'s endpoint closed; after the last one its idle connections are
+        closed (a connection still in use is closed when it comes back)."""
+        key = _endpoint(url)
+        if key is None:
+            return
+        conns: deque[_Conn] | None = None
+        with self._lock:
+            left = self._refs.get(key, 0) - 1
+            if left > 0:
+                self._refs[key] = left
+                return
+            self._refs.pop(key, None)
+            conns = self._idle.pop(key, None)
+            if not self._idle:
+                self._disarm_locked()
+        for conn in conns or ():
+            conn.close()
+
+    # -- requests --------------------------------------------------------------------------------
 
     def request(
         self,
@@ -218,12 +286,15 @@ class WirePool:
         head_limit: int,
         on_socket: Callable[[socket.socket], None] | None = None,
     ) -> Response:
-        """Send one request and read its final response head (interim 1xx skipped)."""
+        """Send one request and read its final response head (interim 1xx skipped).
+
+        ``NoResponse`` when the request was written whole and no response came: the server may
+        have acted on it, so it is never sent again.
+        """
         parts = urlsplit(url)
-        scheme = parts.scheme.lower()
-        if scheme not in ("http", "https") or not parts.hostname:
+        key = _endpoint(url)
+        if key is None or parts.hostname is None:
             raise ConnectError(f"unsupported URL {url!r}")
-        port = parts.port or (443 if scheme == "https" else 80)
         host = parts.hostname
         host_field = f"[{host}]" if ":" in host else host
         if parts.port is not None:
@@ -235,22 +306,22 @@ class WirePool:
         payload = http1.request_head(method, target, host_field, fields)
         if body:
             payload += body
-        key = (scheme, host, port)
-        for attempt in (0, 1):
-            conn = self._take(key) if attempt == 0 else None
+        conn = self._take(key)
+        while True:
             if conn is None:
                 conn = self._open(key, connect_timeout)
             if on_socket is not None:
                 on_socket(conn.sock)
             try:
                 return self._exchange(conn, method, payload, read_timeout, head_limit)
-            except _Stale:
+            except _Unsent:
+                # Only a reused connection raises it, so this runs at most once: the request
+                # did not go out whole (see _exchange), the server cannot have acted on it.
                 conn.close()
-                continue  # the idle connection was closed by the server: once on a new one
+                conn = None
             except BaseException:
                 conn.close()
                 raise
-        raise WireError("the server closed the connection")  # unreachable in practice
 
     def _exchange(
         self,
@@ -267,63 +338,154 @@ class WirePool:
         except TimeoutError:
             raise WireTimeout("write timed out") from None
         except OSError as exc:
+            # sendall returns only once every byte was handed to the kernel; when it raises,
+            # some bytes of the request were never sent, so the server cannot have read it
+            # whole (its Content-Length says how long it is) nor acted on it. On a reused
+            # connection that is the server having closed it meanwhile: safe to send again on
+            # a new one. Once sendall returned, nothing proves the request was not delivered
+            # (a server that read it and died, or closed instead of answering, looks the same
+            # as one that closed the idle connection just before), so a missing response is
+            # NoResponse, never a resend (docs/decisions/0028).
             if conn.reused:
-                raise _Stale() from None
+                raise _Unsent() from None
             raise WireError(f"send failed: {exc}") from None
-        buf = conn.buf
+        reader = http1.HeadReader(head_limit)
+        data = conn.buf
         conn.buf = b""
-        first = True
+        interim = 0
         while True:
-            end = http1.find_head_end(buf, head_limit)
-            if end < 0:
+            if data:
                 try:
-                    data = sock.recv(RECV_SIZE)
-                except TimeoutError:
-                    raise WireTimeout("read timed out") from None
-                except OSError as exc:
-                    if conn.reused and first and not buf:
-                        raise _Stale() from None
-                    raise WireError(f"read failed: {exc}") from None
-                if not data:
-                    if conn.reused and first and not buf:
-                        raise _Stale()
-                    raise WireError("the server closed the connection without a response")
-                buf += data
-                continue
-            first = False
+                    head = reader.feed(data)
+                    framing = http1.body_framing(head, method) if head is not None else None
+                except HeadTooLarge:
+                    raise
+                except FramingError as exc:
+                    raise WireError(str(exc)) from None
+                if head is not None and framing is not None:
+                    if not 100 <= head.status < 200:
+                        conn.buf = reader.rest
+                        return Response(self, conn, head, framing)
+                    interim += 1  # interim: skip it; every head counts against the limit
+                    if interim > MAX_INTERIM:
+                        raise WireError(f"more than {MAX_INTERIM} interim responses")
+                    head_limit -= head.size
+                    data, reader = reader.rest, http1.HeadReader(head_limit)
+                    continue
             try:
-                head = http1.parse_head(buf[:end])
-                framing = http1.body_framing(head, method)
-            except HeadTooLarge:
-                raise
-            except FramingError as exc:
-                raise WireError(str(exc)) from None
-            buf = buf[end:]
-            if 100 <= head.status < 200:  # interim: skip it, read the next head
-                continue
-            conn.buf = buf
-            return Response(self, conn, head, framing)
+                data = sock.recv(RECV_SIZE)
+            except TimeoutError:
+                raise WireTimeout("read timed out") from None
+            except OSError as exc:
+                raise NoResponse(_NO_RESPONSE + f" ({exc})") from None
+            if not data:
+                raise NoResponse(_NO_RESPONSE)
 
-    def _take(self, key: tuple[Any, ...]) -> _Conn | None:
+    # -- idle connections ------------------------------------------------------------------------
+
+    def _take(self, key: Key) -> _Conn | None:
+        now = self._clock()
+        dead: list[_Conn] = []
+        found = None
         with self._lock:
+            if now >= self._next_expiry:
+                self._expire_locked(now, dead)
             idle = self._idle.get(key)
             while idle:
                 conn = idle.pop()
-                if _usable(conn.sock):
-                    conn.reused = True
-                    return conn
-                conn.close()
-        return None
+                if _closed([conn.sock]):
+                    # Seen closed (or with stray bytes): a server that closes one idle
+                    # connection usually closes them all, so check the others at once.
+                    dead.append(conn)
+                    self._drop_closed_locked(dead, key)
+                    continue
+                conn.reused = True
+                found = conn
+                break
+            if idle is not None and not idle:
+                del self._idle[key]
+        for conn in dead:
+            conn.close()
+        return found
 
     def _put(self, conn: _Conn) -> None:
+        now = self._clock()
+        dead: list[_Conn] = []
         with self._lock:
-            idle = self._idle.setdefault(conn.key, deque())
-            if len(idle) < MAX_IDLE:
+            if now >= self._next_expiry:
+                self._expire_locked(now, dead)
+            idle = self._idle.get(conn.key)
+            if conn.key not in self._refs or (idle is not None and len(idle) >= MAX_IDLE):
+                dead.append(conn)
+            else:
+                if idle is None:
+                    idle = self._idle[conn.key] = deque()
+                conn.expires = now + self._idle_timeout
                 idle.append(conn)
-                return
-        conn.close()
+                self._next_expiry = min(self._next_expiry, conn.expires)
+                if self._sweeper is None:
+                    self._arm_locked(now)
+        for conn in dead:
+            conn.close()
 
-    def _open(self, key: tuple[Any, ...], timeout: float | None) -> _Conn:
+    def _expire_locked(self, now: float, dead: list[_Conn]) -> None:
+        """Move every idle connection past its expiry to ``dead``; recompute the next expiry."""
+        nearest = float("inf")
+        for key in list(self._idle):
+            idle = self._idle[key]
+            while idle and idle[0].expires <= now:
+                dead.append(idle.popleft())
+            if idle:
+                nearest = min(nearest, idle[0].expires)
+            else:
+                del self._idle[key]
+        self._next_expiry = nearest
+
+    def _drop_closed_locked(self, dead: list[_Conn], key: Key | None = None) -> None:
+        """Move the idle connections (of ``key``, or all) seen closed to ``dead``."""
+        for k in [key] if key is not None else list(self._idle):
+            idle = self._idle.get(k)
+            if not idle:
+                continue
+            closed = _closed([conn.sock for conn in idle])
+            if closed:
+                keep = [conn for conn in idle if conn.sock not in closed]
+                dead.extend(conn for conn in idle if conn.sock in closed)
+                idle.clear()
+                idle.extend(keep)
+
+    def _arm_locked(self, now: float) -> None:
+        """Start the sweep timer for the next expiry (the timer service never takes this lock
+        while it holds its own, so arming under it is safe)."""
+        from snodo.supervision.timers import call_later
+
+        try:
+            self._sweeper = call_later(max(0.0, self._next_expiry - now), self._sweep)
+        except Exception:  # no timer (too many pending): the lazy checks still expire them
+            self._sweeper = None
+
+    def _disarm_locked(self) -> None:
+        sweeper, self._sweeper = self._sweeper, None
+        if sweeper is not None:
+            sweeper.cancel()
+
+    def _sweep(self) -> None:
+        """The sweep timer: close the idle connections past their expiry or seen closed; armed
+        again only while some connection stays idle."""
+        now = self._clock()
+        dead: list[_Conn] = []
+        with self._lock:
+            self._sweeper = None
+            self._expire_locked(now, dead)
+            self._drop_closed_locked(dead)
+            for key in [k for k, idle in self._idle.items() if not idle]:
+                del self._idle[key]
+            if self._idle:
+                self._arm_locked(now)
+        for conn in dead:
+            conn.close()
+
+    def _open(self, key: Key, timeout: float | None) -> _Conn:
         scheme, host, port = key
         try:
             sock = socket.create_connection((host, port), timeout=timeout)
@@ -345,32 +507,93 @@ class WirePool:
             raise ConnectError(f"TLS with {host}:{port} failed: {exc}") from None
         return _Conn(sock, key)
 
+    @property
+    def sweeping(self) -> bool:
+        """True while the sweep timer is armed (only while some connection is idle)."""
+        return self._sweeper is not None
+
+    def idle_count(self) -> int:
+        """How many idle connections the pool holds now."""
+        with self._lock:
+            return sum(len(idle) for idle in self._idle.values())
+
     def clear(self) -> None:
         """Close every idle connection."""
         with self._lock:
             idle, self._idle = self._idle, {}
+            self._next_expiry = float("inf")
+            self._disarm_locked()
         for conns in idle.values():
             for conn in conns:
                 conn.close()
 
 
-class _Stale(Exception):
-    """A reused connection turned out closed before any byte of the response."""
+_NO_RESPONSE = (
+    "the server closed the connection without a response; the request was sent whole, so its"
+    " outcome is unknown"
+)
 
 
-def _usable(sock: socket.socket) -> bool:
-    """An idle connection is usable when nothing is readable on it (no EOF, no stray bytes)."""
+class _Unsent(Exception):
+    """A reused connection failed before the request went out whole: safe to send again."""
+
+
+def _endpoint(url: str) -> Key | None:
+    """The pool key of ``url``: (scheme, host, port), or None for what this client cannot use."""
     try:
-        if sock.fileno() < 0:
-            return False
-        make_poller = getattr(select, "poll", None)  # gevent removes it when it patches
-        if make_poller is None:
-            return not select.select([sock], [], [], 0)[0]
-        poller = make_poller()
-        poller.register(sock, select.POLLIN)
-        return not poller.poll(0)
+        parts = urlsplit(url)
+        scheme = parts.scheme.lower()
+        port = parts.port or (443 if scheme == "https" else 80)
+    except ValueError:
+        return None
+    if scheme not in ("http", "https") or not parts.hostname:
+        return None
+    return (scheme, parts.hostname, port)
+
+
+def _real_poll() -> Callable[[], Any] | None:
+    """The operating system's ``select.poll``, also under gevent monkey-patching (gevent's own
+    poll runs a turn of its hub even with a zero timeout; a zero-timeout check never blocks)."""
+    if "gevent" in sys.modules:
+        try:
+            from gevent.monkey import get_original
+
+            found: Any = get_original("select", "poll")
+            return found  # type: ignore[no-any-return]
+        except Exception:
+            pass
+    return getattr(select, "poll", None)
+
+
+_POLL = _real_poll()
+
+
+def _closed(socks: list[socket.socket]) -> set[socket.socket]:
+    """The sockets among ``socks`` that are readable, in error or closed now: an idle
+    connection with anything to read is at EOF, reset, or has stray bytes; none is usable."""
+    by_fd: dict[int, socket.socket] = {}
+    out: set[socket.socket] = set()
+    for sock in socks:
+        fileno = sock.fileno()
+        if fileno < 0:
+            out.add(sock)
+        else:
+            by_fd[fileno] = sock
+    if not by_fd:
+        return out
+    try:
+        if _POLL is None:
+            ready = select.select(list(by_fd.values()), [], [], 0)[0]
+            out.update(ready)
+            return out
+        poller = _POLL()
+        for fileno in by_fd:
+            poller.register(fileno, select.POLLIN)
+        for fileno, _ in poller.poll(0):
+            out.add(by_fd[fileno])
     except (OSError, ValueError):
-        return False
+        out.update(by_fd.values())
+    return out
 
 
 _pools: dict[tuple[Any, ...], WirePool] = {}
