@@ -805,6 +805,8 @@ def initialize_session(
     }
     response = transport.request(message, request_options)
     if "error" in response:
+        if "result" in response:  # neither can be trusted: -32000, as for any other call
+            results.interpret(dialect, "initialize", response)
         raise McpError.from_wire(response["error"])
     session = negotiation.initialize_verdict(
         response.get("result"),

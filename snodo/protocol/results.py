@@ -14,7 +14,7 @@ from typing import Any
 
 from snodo.protocol.dialects import Dialect
 from snodo.protocol.dialects.base import LIST_METHODS
-from snodo.protocol.errors import McpError, connection_error
+from snodo.protocol.errors import McpError, broken_response_error, connection_error
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +60,11 @@ def interpret(
     has_result = "result" in response
     has_error = "error" in response
     if has_result and has_error:
-        raise _unusable("The server sent both a result and an error", response)
+        # The stdio transport fails such an answer with the same error (its classify reason).
+        raise broken_response_error(
+            'a response cannot carry both "result" and "error"',
+            cause=("invalid_response", response),
+        )
     if has_error:
         raise McpError.from_wire(response["error"])
     if not has_result:
