@@ -5,6 +5,11 @@ A request without ``progress`` is dispatched in the calling thread (the fast pat
 caller receives the reports and calls the progress function itself, as the reference says. Input
 handlers for server-to-client requests always run in the caller's thread; an exception they raise
 propagates to the caller, as it does for an input handler of a multi round-trip call.
+
+``close()`` fails every pending call with -32000: a linked call at once (its handler runs on in
+its task, told ``notifications/cancelled``); an inline call, which runs the handler in the
+caller's own thread, when the handler returns; the handler is told ``notifications/cancelled``
+at once, so one that watches ``ctx.cancelled`` returns early (docs/decisions/0029).
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import queue
 import threading
 from typing import TYPE_CHECKING, Any
 
-from snodo.protocol import errors
+from snodo.protocol import errors, jsonrpc
 from snodo.protocol.errors import McpError
 from snodo.transports.base import RequestOptions, ServerRequestHandler
 from snodo.transports.listening import (
@@ -67,6 +72,15 @@ class _TaskCall:
         self.channel: queue.Queue[tuple[str, Any]] = queue.Queue(CHANNEL_SIZE)
         self.abandoned = threading.Event()
         self.raised: BaseException | None = None
+        self.closed = False  # close() failed the call; the caller raises -32000
+
+    def close(self) -> None:
+        """Fail the waiting caller now (it wakes on the channel, or sees the flag next)."""
+        self.closed = True
+        try:
+            self.channel.put_nowait(("closed", None))
+        except queue.Full:
+            pass  # the caller has items to take and checks the flag after each one
 
     def post(self, kind: str, value: Any) -> None:
         while True:
@@ -111,6 +125,8 @@ class DirectTransport:
             kind="direct", session=ServerSession(), server_request=self._server_request
         )
         self._closed = False
+        self._linked: set[_TaskCall] = set()  # linked calls in flight, failed by close()
+        self._linked_lock = threading.Lock()
 
     @property
     def runtime(self) -> Runtime:
@@ -122,6 +138,10 @@ class DirectTransport:
             raise errors.connection_error("Connection closed")
         if options.on_progress is None:
             response = self._dispatch_inline(message, options.on_server_request)
+            if self._closed:
+                # close() came while the handler ran in this thread: it was told, and the
+                # call fails like every other pending call (its answer is not used).
+                raise errors.connection_error("Connection closed", cause=("closed",))
         else:
             response = self._dispatch_linked(message, options)
         if response is None:
@@ -177,9 +197,22 @@ class DirectTransport:
         self._dispatch_inline(message, options.on_server_request)
 
     def close(self) -> None:
+        """Fail every pending call with -32000: linked calls at once, inline ones when their
+        handler (told ``notifications/cancelled`` now) returns; end session subscriptions."""
+        from snodo.server import dispatch
         from snodo.server.subscriptions import close_session_channel
 
         self._closed = True
+        with self._linked_lock:
+            linked = list(self._linked)
+        for call in linked:
+            call.close()
+        for request_id in list(self._peer.inflight):  # inline and linked handlers alike
+            dispatch(
+                self._runtime,
+                jsonrpc.cancelled_notification(request_id, "Connection closed"),
+                self._peer,
+            )
         close_session_channel(self._peer.session)
         end_session_subscriptions(self, errors.connection_error("Connection closed"))
 
@@ -237,19 +270,29 @@ class DirectTransport:
             except _Abandoned:
                 pass
 
-        task = threading.Thread(target=run, name="snodo-direct-request", daemon=True)
-        task.start()
+        with self._linked_lock:
+            self._linked.add(call)
         try:
-            return self._drain(call, task, options)
-        except BaseException:
-            self._abandon(call, message)
-            raise
+            if self._closed:  # close() may have missed this call: fail it here
+                raise errors.connection_error("Connection closed", cause=("closed",))
+            task = threading.Thread(target=run, name="snodo-direct-request", daemon=True)
+            task.start()
+            try:
+                return self._drain(call, task, options)
+            except BaseException:
+                self._abandon(call, message)
+                raise
+        finally:
+            with self._linked_lock:
+                self._linked.discard(call)
 
     def _drain(
         self, call: _TaskCall, task: threading.Thread, options: RequestOptions
     ) -> dict[str, Any] | None:
         assert options.on_progress is not None
         while True:
+            if call.closed:
+                raise errors.connection_error("Connection closed", cause=("closed",))
             try:
                 kind, value = call.channel.get(timeout=LIVENESS_INTERVAL)
             except queue.Empty:
@@ -265,6 +308,8 @@ class DirectTransport:
                 reply.put(self._answer(options.on_server_request, method, params))
             elif kind == "crash":
                 raise value
+            elif kind == "closed":
+                continue  # close() failed the call: the loop raises
             else:
                 if call.raised is not None:
                     raise call.raised
