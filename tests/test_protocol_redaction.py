@@ -1,5 +1,5 @@
 """snodo.protocol.redaction: the credentials a client sent never survive in what it keeps of an
-answer (docs/decisions/0029)."""
+answer (docs/decisions/0030)."""
 
 from __future__ import annotations
 

@@ -15,12 +15,12 @@ import socket
 import threading
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from snodo._log import get_logger
 from snodo._tasks import Task
 from snodo.auth import Challenge, TokenProvider, check_token, needs_refresh, select_challenge
-from snodo.protocol import errors, jsonrpc
+from snodo.protocol import errors, jsonrpc, redaction
 from snodo.protocol.errors import McpError
 from snodo.protocol.headers import check_user_headers, filter_tools, mcp_headers
 from snodo.protocol.sse import EventTooLarge, SseParser
@@ -36,6 +36,7 @@ from snodo.transports.listening import (
 from snodo.transports.targets import Http
 
 _log = get_logger("snodo.transports.http")
+_T = TypeVar("_T")
 
 ACCEPT = "application/json, text/event-stream"
 READ_SIZE = 64 * 1024
@@ -50,33 +51,115 @@ LISTENER_STOP = 2.0
 #: How long notifications/initialized waits for the GET stream to open (or be refused), so that
 #: a server request sent there after connect() returns is not lost (docs/decisions/0013).
 LISTENER_SETTLE = 5.0
+#: How long a timed-out initialize-era request's notifications/cancelled may take (seconds).
+CANCEL_WAIT = 0.5
 #: Connections kept per host in the shared pool (concurrent requests beyond it open and close).
 POOL_MAXSIZE = http_wire.MAX_IDLE
 
 
 class _Attempt:
-    """The socket of the request in flight, so a deadline can cut a dripping response head."""
+    """The socket of the request in flight, so a deadline (``cut``) or close() (``shutdown``)
+    can end a response head that drips or never comes."""
 
-    __slots__ = ("fired", "sock")
+    __slots__ = ("closed", "fired", "sock")
 
     def __init__(self) -> None:
         self.sock: Any = None
         self.fired = False
+        self.closed = False
 
     def lend(self, sock: Any) -> None:
-        """The socket the request goes out on (cut at the deadline)."""
+        """The socket the request goes out on (cut at the deadline, or at close())."""
         self.sock = sock
-        if self.fired:
-            self.cut()
+        if self.fired or self.closed:
+            self._shut()
 
     def cut(self) -> None:
+        """The deadline passed."""
         self.fired = True
+        self._shut()
+
+    def shutdown(self) -> None:
+        """The transport was closed."""
+        self.closed = True
+        self._shut()
+
+    def _shut(self) -> None:
         sock = self.sock
         if sock is not None:
             try:
                 sock.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+
+
+class _Call:
+    """One request in flight: what it is blocked on (a response head's attempt, a response
+    being read, a nested POST), so close() can shut each down and the caller fails at once."""
+
+    __slots__ = ("_held", "closed")
+
+    def __init__(self) -> None:
+        self.closed = False
+        self._held: list[Any] = []  # at most a few: the stream and one nested request
+
+    def hold(self, target: Any) -> None:
+        """``target.shutdown()`` ends what the call waits on; at once if already closed."""
+        self._held.append(target)
+        if self.closed:
+            _shutdown(target)
+
+    def drop(self, target: Any) -> None:
+        try:
+            self._held.remove(target)
+        except ValueError:
+            pass
+
+    def close(self) -> None:
+        self.closed = True
+        for target in list(self._held):
+            _shutdown(target)
+
+
+class _Calls:
+    """The requests in flight on one transport, so close() fails every one at once. One entry
+    per caller blocked in a request (bounded by the calling threads and greenlets); each
+    leaves when its request returns."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._live: set[_Call] = set()
+        self.closed = False
+
+    def begin(self) -> _Call:
+        call = _Call()
+        with self._lock:
+            if self.closed:
+                raise _closed_error()
+            self._live.add(call)
+        return call
+
+    def end(self, call: _Call) -> None:
+        with self._lock:
+            self._live.discard(call)
+
+    def close(self) -> None:
+        with self._lock:
+            self.closed = True
+            live, self._live = list(self._live), set()
+        for call in live:
+            call.close()
+
+
+def _closed_error() -> McpError:
+    return errors.connection_error("The connection was closed", cause=("closed",))
+
+
+def _shutdown(target: Any) -> None:
+    try:
+        target.shutdown()
+    except Exception:
+        pass
 
 
 def _pool(verify: bool, ca_certs: str | None, client_cert: Any) -> http_wire.WirePool:
@@ -156,13 +239,42 @@ class HttpTransport:
         self._credential: tuple[str | None, str | None, str] | None = None
         self.session_id: str | None = None
         self._closed = False
+        self._closing = threading.Event()  # set by close(): ends waits between attempts
+        self._calls = _Calls()
+        #: Every credential sent, to redact from what is kept of answers (docs/decisions/0030).
+        self._sent = redaction.SentCredentials(redaction.credentials(self._user_headers))
         self._pool.retain(self.url)  # its idle connections live while a client holds the URL
 
     # -- Transport protocol ------------------------------------------------------------------
 
     def request(self, message: dict[str, Any], options: RequestOptions) -> dict[str, Any]:
-        """POST a request and return its response (JSON, or the event that carries it)."""
+        """POST a request and return its response (JSON, or the event that carries it).
+
+        close() fails it at once with -32000; a timeout on an initialize-era session also
+        POSTs ``notifications/cancelled``; nothing kept of an answer carries a credential sent
+        (docs/decisions/0030).
+        """
         self._check_open()
+        call = self._calls.begin()
+        try:
+            answer = self._request(message, options, call)
+        except McpError as error:
+            settled = self._settle(error, call)
+            if settled.code == errors.REQUEST_TIMEOUT and not call.closed:
+                self._cancel(message, options, settled.message, call)
+            if settled is error:
+                raise
+            raise settled from None
+        finally:
+            self._calls.end(call)
+        failure = answer.get("error")
+        if failure is not None:
+            answer["error"] = redaction.redact_value(failure, self._sent.values())
+        return answer
+
+    def _request(
+        self, message: dict[str, Any], options: RequestOptions, call: _Call
+    ) -> dict[str, Any]:
         body = jsonrpc.encode(message)
         headers = mcp_headers(
             options.dialect,
@@ -171,30 +283,79 @@ class HttpTransport:
             session_id=self._session_for(message),
             standard_headers=self.standard_headers,
         )
-        response, deadline = self._post(body, headers, options.timeout)
+        response, deadline = self._post(body, headers, options.timeout, call)
+        call.hold(response)
         capture = message.get("method") == "initialize"
         try:
             if capture:
                 sid = response.headers.get("mcp-session-id")
                 if sid is not None:
                     self.session_id = sid
-            return self._answer(message, response, options, deadline)
+                    self._sent.add(sid)
+            return self._answer(message, response, options, deadline, call)
         finally:
+            call.drop(response)
             response.release_conn()
+
+    def _settle(self, error: McpError, call: _Call) -> McpError:
+        """The error the caller gets: -32000 "closed" once close() cut the call (a timeout
+        stays one, and the server's own errors stay its own), with every credential sent
+        redacted."""
+        if call.closed and error.kind == "transport" and error.code != errors.REQUEST_TIMEOUT:
+            error = _closed_error()
+        return redaction.redact_error(error, self._sent.values())
+
+    def _cancel(
+        self, message: dict[str, Any], options: RequestOptions, reason: str, call: _Call
+    ) -> None:
+        """After a timeout on an initialize-era session, POST ``notifications/cancelled`` (a
+        disconnect is not a cancellation there), within ``CANCEL_WAIT``; failures are logged
+        at debug only. 2026-07-28 cancels by the closed stream alone; initialize is never
+        cancelled."""
+        if options.dialect.stateless or message.get("method") == "initialize":
+            return
+        request_id = message.get("id")
+        if not jsonrpc.is_valid_id(request_id):
+            return
+        note = jsonrpc.cancelled_notification(request_id, reason)
+        headers = mcp_headers(
+            options.dialect,
+            note,
+            session_id=self.session_id,
+            standard_headers=self.standard_headers,
+        )
+        try:
+            self._post_quiet(jsonrpc.encode(note), headers, CANCEL_WAIT, call)
+        except McpError as error:
+            _log.debug(
+                "notifications/cancelled was not delivered",
+                url=self.url,
+                error=self.redacted(error.message),
+            )
 
     def notify(self, message: dict[str, Any], options: RequestOptions) -> None:
         """POST a notification (or an answer to a server request); expects 202 with no body."""
         self._check_open()
-        self._post_quiet(
-            jsonrpc.encode(message),
-            mcp_headers(
-                options.dialect,
-                message,
-                session_id=self.session_id,
-                standard_headers=self.standard_headers,
-            ),
-            options.timeout,
-        )
+        call = self._calls.begin()
+        try:
+            self._post_quiet(
+                jsonrpc.encode(message),
+                mcp_headers(
+                    options.dialect,
+                    message,
+                    session_id=self.session_id,
+                    standard_headers=self.standard_headers,
+                ),
+                options.timeout,
+                call,
+            )
+        except McpError as error:
+            settled = self._settle(error, call)
+            if settled is error:
+                raise
+            raise settled from None
+        finally:
+            self._calls.end(call)
         if (
             message.get("method") == "notifications/initialized"
             and not options.dialect.stateless
@@ -228,13 +389,15 @@ class HttpTransport:
             response.drain_conn()
             response.release_conn()
         except McpError as error:
-            _log.info("session DELETE failed", url=self.url, error=error.message)
+            _log.info("session DELETE failed", url=self.url, error=self.redacted(error.message))
 
     def close(self) -> None:
         """Send the session's DELETE (bounded), then stop; idempotent."""
         if self._closed:
             return
         self._closed = True
+        self._closing.set()
+        self._calls.close()  # every request in flight fails with -32000 at once
         listening, listener = self._listening, self._listener
         if listening is not None:
             try:
@@ -302,9 +465,13 @@ class HttpTransport:
                 response, _ = self._send("GET", None, headers, LISTENER_CONNECT, stream=True)
             except McpError as error:
                 self._listener_settled.set()
-                _log.info("standalone stream unavailable", url=self.url, error=error.message)
+                _log.info(
+                    "standalone stream unavailable",
+                    url=self.url,
+                    error=self.redacted(error.message),
+                )
                 failures += 1
-                threading.Event().wait(retry_ms / 1000.0)
+                self._closing.wait(retry_ms / 1000.0)
                 continue
             self._listener_settled.set()
             content_type = (response.headers.get("content-type") or "").split(";")[0].strip()
@@ -330,7 +497,9 @@ class HttpTransport:
                             _log.debug("notification", method=item["method"])
                             deliver_session_notification(self, item["method"], item.get("params"))
             except Exception as exc:  # a broken stream, or close() shutting it down
-                _log.info("standalone stream broke off", url=self.url, error=repr(exc))
+                _log.info(
+                    "standalone stream broke off", url=self.url, error=self.redacted(repr(exc))
+                )
             finally:
                 self._listening = None
                 _discard(response)
@@ -338,7 +507,7 @@ class HttpTransport:
             retry_ms = parser.retry if parser.retry is not None else retry_ms
             failures += 1
             if not self._closed:
-                threading.Event().wait(retry_ms / 1000.0)
+                self._closing.wait(retry_ms / 1000.0)
         if not self._closed:  # the stream could not be resumed: session subscriptions end
             end_session_subscriptions(
                 self,
@@ -346,6 +515,11 @@ class HttpTransport:
                     "The session's event stream is gone", cause=("standalone_stream",)
                 ),
             )
+
+    def redacted(self, value: _T) -> _T:
+        """``value`` (text, bytes, JSON data or an McpError kept from an answer) without any
+        credential this transport sent (errors are redacted in place)."""
+        return redaction.redact_value(value, self._sent.values())
 
     def _session_for(self, message: dict[str, Any]) -> str | None:
         return None if message.get("method") == "initialize" else self.session_id
@@ -355,21 +529,35 @@ class HttpTransport:
             raise errors.connection_error("Connection closed", cause=("closed",))
 
     def _post(
-        self, body: bytes, headers: dict[str, str], timeout: float | None
+        self,
+        body: bytes,
+        headers: dict[str, str],
+        timeout: float | None,
+        call: _Call | None = None,
     ) -> tuple[Any, float | None]:
         version = headers.get("MCP-Protocol-Version")
         if version is not None:
             self._version = version
-        return self._send("POST", body, headers, timeout)
+        return self._send("POST", body, headers, timeout, call=call)
 
-    def _post_quiet(self, body: bytes, headers: dict[str, str], timeout: float | None) -> None:
-        response, _ = self._post(body, headers, timeout)
+    def _post_quiet(
+        self,
+        body: bytes,
+        headers: dict[str, str],
+        timeout: float | None,
+        call: _Call | None = None,
+    ) -> None:
+        response, deadline = self._post(body, headers, timeout, call)
+        if call is not None:
+            call.hold(response)
         try:
             if 200 <= response.status < 300:
-                self._read_all(response, None)  # usually empty (202)
+                self._read_all(response, deadline, timeout)  # usually empty (202)
                 return
             raise self._status_error(response, None)
         finally:
+            if call is not None:
+                call.drop(response)
             response.release_conn()
 
     def _send(
@@ -380,13 +568,15 @@ class HttpTransport:
         timeout: float | None,
         *,
         stream: bool = False,
+        call: _Call | None = None,
     ) -> tuple[Any, float | None]:
         """Send with the token provider's token; refresh once after a 401 (or a 403 step-up).
 
         ``stream``: a long-lived event stream (no read deadline; close() shuts it down).
+        ``call``: the request in flight this belongs to (close() cuts it).
         """
         token = self._token()
-        response, deadline = self._attempt(method, body, headers, token, timeout, stream)
+        response, deadline = self._attempt(method, body, headers, token, timeout, stream, call)
         if self._provider is None or not needs_refresh(response.status, self._challenge(response)):
             return response, deadline
         challenge = self._challenge(response)
@@ -395,11 +585,11 @@ class HttpTransport:
         token = self._provider.refresh(challenge, url=self.url, status=status, token=token)
         if token is not None:
             token = check_token(token)
-        response, deadline = self._attempt(method, body, headers, token, timeout, stream)
+        response, deadline = self._attempt(method, body, headers, token, timeout, stream, call)
         if response.status == 401 and _nonce_challenge(self._challenge(response)):
             # a DPoP nonce the server just issued (RFC 9449 §9): one more proof, same token
             _discard(response)
-            response, deadline = self._attempt(method, body, headers, token, timeout, stream)
+            response, deadline = self._attempt(method, body, headers, token, timeout, stream, call)
         if response.status in (401, 403):
             second = self._challenge(response)
             status = response.status
@@ -428,6 +618,7 @@ class HttpTransport:
         token: str | None,
         timeout: float | None,
         stream: bool = False,
+        call: _Call | None = None,
     ) -> tuple[Any, float | None]:
         all_headers = {
             "Accept": ACCEPT if method == "POST" else "application/json, text/event-stream",
@@ -438,13 +629,20 @@ class HttpTransport:
         if body is not None:
             all_headers["Content-Type"] = "application/json"
         if token is not None:
+            self._sent.add(token)
             custom = getattr(self._provider, "request_headers", None)
             if custom is None:
                 all_headers["Authorization"] = f"Bearer {token}"
             else:  # a DPoP-bound token: its scheme and a fresh proof per request (RFC 9449)
-                all_headers.update(custom(method, self.url, token))
+                extra = custom(method, self.url, token)
+                self._sent.add_headers(extra)
+                all_headers.update(extra)
+        if call is not None and call.closed:
+            raise _closed_error()
         deadline = None if timeout is None else time.monotonic() + timeout
         attempt = _Attempt()
+        if call is not None:
+            call.hold(attempt)
         timer = None
         if timeout is not None and not stream:
             from snodo.supervision.timers import call_later
@@ -467,12 +665,14 @@ class HttpTransport:
                 cause=("max_response_bytes", self._limit),
             ) from None
         except WireError as exc:
-            if attempt.fired:
-                raise errors.timeout_error(timeout or 0.0, cause=("http", "deadline")) from None
-            raise self._failure(exc, timeout) from None
+            if call is not None and call.closed:
+                raise _closed_error() from None
+            raise self._failure(exc, timeout, deadline, attempt.fired) from None
         finally:
             if timer is not None:
                 timer.cancel()
+            if call is not None:
+                call.drop(attempt)
         nonce = response.headers.get("dpop-nonce")
         note_nonce = getattr(self._provider, "dpop_nonce", None)
         if nonce is not None and note_nonce is not None:
@@ -489,13 +689,26 @@ class HttpTransport:
             )
         return response, deadline
 
-    def _failure(self, exc: Exception, timeout: float | None) -> McpError:
+    def _failure(
+        self, exc: Exception, timeout: float | None, deadline: float | None, fired: bool = False
+    ) -> McpError:
+        """The McpError for a failed exchange. A request whose deadline passed is -32001,
+        whatever the socket said first (a busy thread can delay the timer past the socket's
+        own timeout or the server's close: docs/decisions/0030)."""
+        if fired:
+            return errors.timeout_error(timeout or 0.0, cause=("http", "deadline"))
+        if isinstance(exc, http_wire.WireTimeout) or _past(deadline, None):
+            return errors.timeout_error(timeout or 0.0, cause=("http", str(exc)))
         if isinstance(exc, http_wire.ConnectError):
             return errors.connection_error(
                 f"Cannot connect to {self.url}", cause=("http", str(exc))
             )
-        if isinstance(exc, http_wire.WireTimeout):
-            return errors.timeout_error(timeout or 0.0, cause=("http", str(exc)))
+        if isinstance(exc, http_wire.NoResponse):
+            return errors.outcome_unknown_error(
+                "The server closed the connection without answering; the request may have "
+                "been processed",
+                cause=("http", str(exc)),
+            )
         return errors.connection_error(
             f"HTTP request to {self.url} failed: {type(exc).__name__}", cause=("http", str(exc))
         )
@@ -506,38 +719,46 @@ class HttpTransport:
         response: Any,
         options: RequestOptions,
         deadline: float | None,
+        call: _Call,
     ) -> dict[str, Any]:
         content_type = (response.headers.get("content-type") or "").split(";")[0].strip().lower()
         if content_type == "text/event-stream" and 200 <= response.status < 300:
             try:
-                return self._stream(message, response, options, deadline)
+                return self._stream(message, response, options, deadline, call)
             finally:
                 _discard(response)  # an event stream never goes back to the pool
         body = self._read_all(response, deadline, options.timeout)
         decoded = _json_rpc(body)
-        if decoded is not None and "error" in decoded and decoded.get("id") is None:
-            return {**decoded, "id": message["id"]}
-        if decoded is not None and ("result" in decoded or "error" in decoded):
-            if decoded.get("id") != message["id"]:
+        if decoded is not None and "method" not in decoded:
+            answer = _response_to(decoded, message["id"])
+            if answer is not None:
+                return answer
+            if "error" in decoded and decoded.get("id") is None:
+                return {**decoded, "id": message["id"]}
+            if "result" in decoded or "error" in decoded:
                 raise errors.connection_error(
                     "The server answered another request id",
                     cause=("unexpected_id", decoded.get("id")),
                 )
-            return decoded
         raise self._status_error(response, body)
 
     def _status_error(self, response: Any, body: bytes | None) -> McpError:
+        """The error for an answer that is not this request's response: the server's JSON-RPC
+        error if it sent one, else -32000 with the status and the body's first 512 bytes;
+        either way without any credential this transport sent."""
         if body is None:
             try:
                 body = self._read_all(response, time.monotonic() + 5.0)
             except McpError:
                 body = b""
+        secrets = self._sent.values()
         decoded = _json_rpc(body)
         if decoded is not None and isinstance(decoded.get("error"), dict):
-            return McpError.from_wire(decoded["error"], cause=("http_status", response.status))
+            error = McpError.from_wire(decoded["error"], cause=("http_status", response.status))
+            return redaction.redact_error(error, secrets)
         return errors.connection_error(
             f"HTTP {response.status} from {self.url}",
-            cause=("http_status", response.status, body[:512]),
+            cause=("http_status", response.status, redaction.excerpt(body, secrets, 512)),
         )
 
     def _read_all(
@@ -565,7 +786,7 @@ class HttpTransport:
                     )
                 chunks.append(chunk)
         except WireError as exc:
-            if watchdog.fired:
+            if watchdog.fired or isinstance(exc, http_wire.WireTimeout) or _past(deadline, None):
                 raise errors.timeout_error(timeout or 0.0, cause=("http", "deadline")) from None
             raise errors.connection_error(
                 "The response broke off", cause=("http", str(exc))
@@ -579,6 +800,7 @@ class HttpTransport:
         response: Any,
         options: RequestOptions,
         deadline: float | None,
+        call: _Call,
     ) -> dict[str, Any]:
         """Read an event stream until the event that carries this request's response.
 
@@ -611,6 +833,7 @@ class HttpTransport:
                 state["deadline"] = time.monotonic() + options.timeout
                 arm(response)
 
+        first = response
         arm(response)
         try:
             while True:
@@ -622,7 +845,9 @@ class HttpTransport:
                 except WireError as exc:
                     chunk, broke = b"", str(exc)
                 if broke is not None:
-                    if watchdog.fired:
+                    if call.closed:
+                        raise _closed_error()
+                    if watchdog.fired or _past(state["deadline"], cap):  # a late timer
                         raise self._stream_timeout(options, state["deadline"], cap)
                     resumable = (
                         not options.dialect.stateless
@@ -638,8 +863,10 @@ class HttpTransport:
                             cause=("sse_ended",) if broke == "ended" else ("http", broke),
                         )
                     resumes += 1
+                    call.drop(response)
                     _discard(response)
-                    response = self._resume(parser, options, state["deadline"], cap)
+                    response = self._resume(parser, options, state["deadline"], cap, call)
+                    call.hold(response)
                     arm(response)
                     continue
                 total += len(chunk)
@@ -660,11 +887,12 @@ class HttpTransport:
                     if item is None:
                         continue
                     if "method" not in item:
-                        if item.get("id") == request_id:
-                            return item
+                        answer = _response_to(item, request_id)
+                        if answer is not None:
+                            return answer
                         continue
                     if "id" in item:
-                        self._serve(item, options)
+                        self._serve(item, options, call)
                     elif item["method"] == "notifications/progress":
                         params = item.get("params") or {}
                         if params.get("progressToken") == request_id and options.on_progress:
@@ -676,6 +904,9 @@ class HttpTransport:
             raise
         finally:
             watchdog.cancel()
+            if response is not first:  # a resumed stream: never goes back to the pool either
+                call.drop(response)
+                _discard(response)
 
     def _resume(
         self,
@@ -683,13 +914,15 @@ class HttpTransport:
         options: RequestOptions,
         deadline: float | None,
         cap: float | None,
+        call: _Call,
     ) -> Any:
         """Wait the server's retry delay, then GET the stream again from its last event id."""
         delay = (parser.retry if parser.retry is not None else DEFAULT_RETRY_MS) / 1000.0
         limit = _earliest(deadline, cap)
         if limit is not None and time.monotonic() + delay >= limit:
             raise self._stream_timeout(options, deadline, cap)
-        threading.Event().wait(delay)
+        if self._closing.wait(delay) or call.closed:
+            raise _closed_error()
         headers = mcp_headers(
             options.dialect,
             {"jsonrpc": "2.0", "method": "notifications/resume"},
@@ -698,7 +931,7 @@ class HttpTransport:
         headers.pop("Mcp-Method", None)
         headers["Last-Event-ID"] = parser.last_event_id or ""
         remaining = None if limit is None else max(0.0, limit - time.monotonic())
-        response, _ = self._send("GET", None, headers, remaining)
+        response, _ = self._send("GET", None, headers, remaining, call=call)
         content_type = (response.headers.get("content-type") or "").split(";")[0].strip()
         if response.status != 200 or content_type != "text/event-stream":
             error = self._status_error(response, None)
@@ -710,11 +943,13 @@ class HttpTransport:
     def _stream_timeout(
         options: RequestOptions, deadline: float | None, cap: float | None
     ) -> McpError:
-        if cap is not None and deadline is not None and cap <= deadline:
+        if cap is not None and (deadline is None or cap <= deadline):
             return errors.max_total_timeout_error(options.max_total_timeout or 0.0)
         return errors.timeout_error(options.timeout or 0.0, cause=("http", "deadline"))
 
-    def _serve(self, request: dict[str, Any], options: RequestOptions) -> None:
+    def _serve(
+        self, request: dict[str, Any], options: RequestOptions, call: _Call | None = None
+    ) -> None:
         """Answer a server-to-client request from the stream in the calling thread; POST it."""
         method = request["method"]
         params = request.get("params")
@@ -735,6 +970,7 @@ class HttpTransport:
                 jsonrpc.encode(reply),
                 mcp_headers(options.dialect, reply, session_id=self.session_id),
                 options.timeout,
+                call,
             )
         except McpError as error:
             raise errors.connection_error(
@@ -762,6 +998,21 @@ def _json_rpc(body: bytes) -> dict[str, Any] | None:
     if isinstance(decoded, dict) and decoded.get("jsonrpc") == "2.0":
         return decoded
     return None
+
+
+def _response_to(item: dict[str, Any], request_id: Any) -> dict[str, Any] | None:
+    """``item`` when it is the response to ``request_id``; None when it answers nothing of
+    ours. A message shaped as our response that ``classify`` refuses (both "result" and
+    "error", say) fails the call at once instead of leaving it to wait for its timeout."""
+    if jsonrpc.refused_response_id(item) != request_id:
+        return None
+    try:
+        jsonrpc.classify(item)
+    except jsonrpc.DecodeError as exc:
+        raise errors.broken_response_error(
+            exc.reason, cause=("broken_response", request_id)
+        ) from None
+    return item
 
 
 def _earliest(deadline: float | None, cap: float | None) -> float | None:

@@ -9,6 +9,7 @@ without the listen result ends with -32000.
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 from snodo._log import get_logger
@@ -45,11 +46,14 @@ def open_listen(
     transport._check_open()
     body = jsonrpc.encode(message)
     headers = mcp_headers(options.dialect, message, session_id=None)
-    response, _ = transport._send("POST", body, headers, options.timeout, stream=True)
+    try:
+        response, _ = transport._send("POST", body, headers, options.timeout, stream=True)
+    except McpError as error:
+        raise transport.redacted(error) from None
     content_type = (response.headers.get("content-type") or "").split(";")[0].strip().lower()
     if content_type != "text/event-stream" or not 200 <= response.status < 300:
         try:
-            raise _refusal(transport, message, response)
+            raise _refusal(transport, message, response, options.timeout)
         finally:
             _discard(response)
     route = StreamRoute(message["id"], sink)
@@ -74,11 +78,11 @@ def open_listen(
             )
         except (WireError, OSError, ValueError) as exc:
             error = errors.connection_error(
-                "The subscription stream broke off", cause=("http", str(exc))
+                "The subscription stream broke off", cause=("http", transport.redacted(str(exc)))
             )
         except BaseException as exc:  # TaskCancelled, or anything else: the stream is over
             error = errors.connection_error(
-                "The subscription stream stopped", cause=("http", repr(exc))
+                "The subscription stream stopped", cause=("http", transport.redacted(repr(exc)))
             )
         finally:
             _discard(response)
@@ -100,20 +104,30 @@ def open_listen(
 
     try:
         accepted = route.wait_ack(options.timeout)
+    except McpError as error:
+        cancel()
+        raise transport.redacted(error) from None
     except BaseException:
         cancel()
         raise
     return Listening(accepted, cancel)
 
 
-def _refusal(transport: HttpTransport, message: dict[str, Any], response: Any) -> McpError:
-    """The JSON answer (an error response) or the HTTP status, as an McpError."""
+def _refusal(
+    transport: HttpTransport, message: dict[str, Any], response: Any, timeout: float | None
+) -> McpError:
+    """The JSON answer (an error response) or the HTTP status, as an McpError (without any
+    credential the transport sent: the server may echo them), read within ``timeout``."""
     from snodo.transports.http import _json_rpc
 
-    body = transport._read_all(response, None)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    try:
+        body = transport._read_all(response, deadline, timeout)
+    except McpError as error:
+        return transport.redacted(error)
     decoded = _json_rpc(body)
     if decoded is not None and isinstance(decoded.get("error"), dict):
-        return McpError.from_wire(decoded["error"])
+        return transport.redacted(McpError.from_wire(decoded["error"]))
     if decoded is not None and "result" in decoded:
         return errors.connection_error(
             "The subscription stream ended before its acknowledgement",
