@@ -583,3 +583,33 @@ def test_a_request_that_got_no_answer_on_a_fresh_connection_has_an_unknown_outco
             assert "may have been processed" in err.message
             assert took < 3.0
             assert len(server.received("tools/call")) == 1
+
+
+def test_a_token_endpoint_that_echoes_the_request_leaves_no_secret_in_the_error() -> None:
+    """An authorization server whose refusal echoes the refresh token and the client secret in
+    its OAuth error code: the authorization error carries neither."""
+    from snodo.oauth.endpoints import post_token
+    from snodo.oauth.http import OAuthHttp, basic_credentials
+
+    refresh, secret = "refresh-9c2b7e1d4a6f", "client-secret-3e8d1f0a"
+    form = {"grant_type": "refresh_token", "refresh_token": refresh, "client_secret": secret}
+    headers = {"Authorization": basic_credentials("client-1", secret)}
+
+    def echo(request: Request, ex: Exchange) -> None:
+        body = request.body.decode() + " " + (request.header("Authorization") or "")
+        ex.json({"error": body, "error_description": body}, status=400)
+
+    with fault_server() as server:
+        server.always(lambda r: True, echo)
+        http = OAuthHttp(timeout=5.0)
+        try:
+            with pytest.raises(snodo.McpError) as caught:
+                post_token(http, server.url, form, headers, "token request")
+        finally:
+            http.close()
+    err = caught.value
+    assert err.kind == "authorization" and "HTTP 400" in err.message
+    for text in (str(err), repr(err), repr(err.cause)):
+        assert refresh not in text and secret not in text, text
+        assert headers["Authorization"].split()[1] not in text
+    assert "[redacted]" in repr(err.cause)

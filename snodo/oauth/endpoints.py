@@ -10,6 +10,8 @@ from typing import Any, Final
 from snodo.oauth import discovery as d
 from snodo.oauth.errors import auth_error
 from snodo.oauth.http import AsResponse, OAuthHttp, basic_credentials
+from snodo.protocol import redaction
+from snodo.protocol.errors import McpError
 
 __all__ = ["client_auth", "error_code", "exchange_for_id_jag", "post_token", "refusal", "register"]
 
@@ -117,11 +119,24 @@ def post_token(
         answer = _post_once(http, endpoint, form, headers, step, dpop)
     body = answer.body
     if answer.status != 200 or body is None:
-        raise auth_error(step, refusal(answer), detail=error_code(answer))
+        raise _refused(step, answer, form, headers)
     token = body.get("access_token")
     if not isinstance(token, str) or not token:
         raise auth_error(step, "the answer carries no access_token")
     return dict(body)
+
+
+def _refused(
+    step: str, answer: AsResponse, form: Mapping[str, str], headers: Mapping[str, str]
+) -> McpError:
+    """The error for a refused token request: its status and OAuth error code, without any
+    secret the request carried (a server may echo a refresh token or client secret there)."""
+    secrets = [*redaction.form_credentials(form), *redaction.credentials(headers)]
+    return auth_error(
+        step,
+        redaction.redact(refusal(answer), secrets),
+        detail=redaction.redact_value(error_code(answer), secrets),
+    )
 
 
 def _post_once(
@@ -177,7 +192,7 @@ def exchange_for_id_jag(
     answer = http.post_form(idp_token_endpoint, form, step, headers)
     body = answer.body
     if answer.status != 200 or body is None or not isinstance(body.get("access_token"), str):
-        raise auth_error(step, refusal(answer), detail=error_code(answer))
+        raise _refused(step, answer, form, headers)
     if body.get("issued_token_type", ID_JAG_TYPE) != ID_JAG_TYPE:
         raise auth_error(step, "the identity provider did not issue an ID-JAG")
     return str(body["access_token"])
