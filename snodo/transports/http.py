@@ -97,10 +97,11 @@ class _Call:
     """One request in flight: what it is blocked on (a response head's attempt, a response
     being read, a nested POST), so close() can shut each down and the caller fails at once."""
 
-    __slots__ = ("_held", "closed")
+    __slots__ = ("_held", "closed", "head")
 
     def __init__(self) -> None:
         self.closed = False
+        self.head: _Attempt | None = None  # the response head being awaited
         self._held: list[Any] = []  # at most a few: the stream and one nested request
 
     def hold(self, target: Any) -> None:
@@ -117,6 +118,9 @@ class _Call:
 
     def close(self) -> None:
         self.closed = True
+        head = self.head
+        if head is not None:
+            head.shutdown()
         for target in list(self._held):
             _shutdown(target)
 
@@ -127,27 +131,24 @@ class _Calls:
     leaves when its request returns."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
         self._live: set[_Call] = set()
         self.closed = False
 
     def begin(self) -> _Call:
+        # No lock (the hot path): a call added after close() took its snapshot sees `closed`.
         call = _Call()
-        with self._lock:
-            if self.closed:
-                raise _closed_error()
-            self._live.add(call)
+        self._live.add(call)
+        if self.closed:
+            self._live.discard(call)
+            raise _closed_error()
         return call
 
     def end(self, call: _Call) -> None:
-        with self._lock:
-            self._live.discard(call)
+        self._live.discard(call)
 
     def close(self) -> None:
-        with self._lock:
-            self.closed = True
-            live, self._live = list(self._live), set()
-        for call in live:
+        self.closed = True
+        for call in list(self._live):
             call.close()
 
 
@@ -642,7 +643,9 @@ class HttpTransport:
         deadline = None if timeout is None else time.monotonic() + timeout
         attempt = _Attempt()
         if call is not None:
-            call.hold(attempt)
+            call.head = attempt
+            if call.closed:
+                attempt.shutdown()
         timer = None
         if timeout is not None and not stream:
             from snodo.supervision.timers import call_later
@@ -672,7 +675,7 @@ class HttpTransport:
             if timer is not None:
                 timer.cancel()
             if call is not None:
-                call.drop(attempt)
+                call.head = None
         nonce = response.headers.get("dpop-nonce")
         note_nonce = getattr(self._provider, "dpop_nonce", None)
         if nonce is not None and note_nonce is not None:
@@ -1006,6 +1009,8 @@ def _response_to(item: dict[str, Any], request_id: Any) -> dict[str, Any] | None
     "error", say) fails the call at once instead of leaving it to wait for its timeout."""
     if jsonrpc.refused_response_id(item) != request_id:
         return None
+    if "error" not in item and type(item.get("result")) is dict:
+        return item  # the usual answer: exactly what classify accepts as a Response
     try:
         jsonrpc.classify(item)
     except jsonrpc.DecodeError as exc:
