@@ -99,6 +99,20 @@ def test_a_head_is_never_longer_than_max_head_whatever_the_limit() -> None:
     assert http1.MAX_HEADERS * len(line) > http1.MAX_HEAD
 
 
+def test_the_byte_bound_passed_first_is_reported_even_when_lines_arrive_together() -> None:
+    """Complete lines are checked against the byte bounds one by one: a head whose size passes
+    MAX_HEAD before its field count passes MAX_HEADERS is refused for its size, even when the
+    lines past both arrive in one read (a busy client reads many at once)."""
+    line = b"X-Long: " + b"a" * 11000 + b"\r\n"
+    data = b"HTTP/1.1 200 OK\r\n" + line * (http1.MAX_HEADERS + 5)
+    reader = HeadReader(1 << 30)
+    with pytest.raises(FramingError, match=f"longer than {http1.MAX_HEAD} bytes"):
+        reader.feed(data)
+    limited = HeadReader(4096)
+    with pytest.raises(HeadTooLarge):
+        limited.feed(b"HTTP/1.1 200 OK\r\n" + (b"X: " + b"y" * 100 + b"\r\n") * 90)
+
+
 def test_reading_a_dripping_head_is_linear() -> None:
     """A 1 MiB head of 11 KB lines arriving 16 bytes at a time is scanned once, then refused
     at MAX_HEAD: tens of milliseconds of CPU (rescanning and copying the whole buffer at each

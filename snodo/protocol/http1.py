@@ -146,6 +146,7 @@ class HeadReader:
                 return head
             if end - self._line > MAX_LINE:
                 raise FramingError(f"a response header line is longer than {MAX_LINE} bytes")
+            self._check_size(end + 2)  # per line, so the bound hit first is the one reported
             self._lines += 1
             if self._lines > MAX_HEADERS + 1:
                 raise FramingError(f"the response head has more than {MAX_HEADERS} header fields")
