@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from snodo.auth import Challenge
 from snodo.protocol import errors, redaction
 from snodo.protocol.errors import McpError
-from snodo.protocol.redaction import MARK, SentCredentials
+from snodo.protocol.redaction import MARK
+from snodo.transports.sent_credentials import SentCredentials
 
 TOKEN = "tok-3f9a/b+c=d_e.f~g"  # "/", "+" and "=" change when encoded
 

@@ -24,7 +24,6 @@ import dataclasses
 import html
 import json
 import re
-import threading
 from collections.abc import Iterable, Mapping
 from typing import Any, Final, TypeVar
 from urllib.parse import quote, quote_plus
@@ -34,7 +33,6 @@ from snodo.protocol.errors import McpError
 __all__ = [
     "MARK",
     "MIN_SECRET",
-    "SentCredentials",
     "credentials",
     "excerpt",
     "form_credentials",
@@ -241,37 +239,3 @@ def excerpt(data: bytes, secrets: Iterable[str], limit: int = 512) -> bytes:
     """The first ``limit`` bytes of ``data`` once redacted: the whole of it is redacted first,
     so a secret that straddles the limit leaves no prefix behind."""
     return redact_bytes(data, secrets)[:limit]
-
-
-class SentCredentials:
-    """The credentials one connection has sent, for redacting its answers: pinned ones (its own
-    headers) and the ``limit`` most recent others (tokens, DPoP proofs, session ids), so a
-    connection that refreshes its token or proves every request keeps a bounded set."""
-
-    def __init__(self, pinned: Iterable[str] = (), limit: int = 16) -> None:
-        self._pinned = tuple(_kept(pinned))
-        self._recent: dict[str, None] = {}  # oldest first
-        self._last: str | None = None
-        self._limit = limit
-        self._lock = threading.Lock()
-
-    def add(self, *values: str | None) -> None:
-        """Remember ``values`` as the most recent (None and short ones are skipped)."""
-        for value in values:
-            if value is None or value == self._last or len(value) < MIN_SECRET:
-                continue
-            with self._lock:
-                self._recent.pop(value, None)
-                self._recent[value] = None
-                self._last = value
-                while len(self._recent) > self._limit:
-                    del self._recent[next(iter(self._recent))]
-
-    def add_headers(self, headers: Mapping[str, str]) -> None:
-        """Remember the credentials among request headers."""
-        self.add(*credentials(headers))
-
-    def values(self) -> list[str]:
-        """Every remembered credential."""
-        with self._lock:
-            return [*self._pinned, *self._recent]

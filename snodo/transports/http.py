@@ -33,6 +33,7 @@ from snodo.transports.listening import (
     deliver_session_notification,
     end_session_subscriptions,
 )
+from snodo.transports.sent_credentials import SentCredentials
 from snodo.transports.targets import Http
 
 _log = get_logger("snodo.transports.http")
@@ -243,7 +244,7 @@ class HttpTransport:
         self._closing = threading.Event()  # set by close(): ends waits between attempts
         self._calls = _Calls()
         #: Every credential sent, to redact from what is kept of answers (docs/decisions/0030).
-        self._sent = redaction.SentCredentials(redaction.credentials(self._user_headers))
+        self._sent = SentCredentials(redaction.credentials(self._user_headers))
         self._pool.retain(self.url)  # its idle connections live while a client holds the URL
 
     # -- Transport protocol ------------------------------------------------------------------
