@@ -14,7 +14,9 @@ Every measurement runs in a fresh subprocess (neither library's import or heap w
 other), checks one answer, makes ``--warmup`` untimed calls, then times ``--calls`` sequential
 calls. Rounds interleave the four cases so machine noise hits them alike. Reported: calls/s
 min / median / max over the rounds, and the median ratio snodo / SDK per protocol version.
-Target: snodo at least 3x the SDK's rate.
+Target: snodo at least 3x the SDK's rate. One more row, ``snodo task``, makes the same calls
+with ``progress=``, which runs each handler in a task of its own: the price of a direct call
+that close() can fail at once (docs/decisions/0029).
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ TEXT = "hi"
 #: case name -> (library, protocol version)
 CASES: dict[str, tuple[str, str]] = {
     "snodo 2026-07-28": ("snodo", "2026-07-28"),
+    "snodo task 2026-07-28": ("snodo-task", "2026-07-28"),
+    "floor hand-off": ("floor", "-"),
     "sdk 2026-07-28": ("sdk", "2026-07-28"),
     "snodo 2025-11-25": ("snodo", "2025-11-25"),
     "sdk 2025-11-25": ("sdk", "2025-11-25"),
@@ -46,7 +50,7 @@ PAIRS = [("snodo 2026-07-28", "sdk 2026-07-28"), ("snodo 2025-11-25", "sdk 2025-
 # -- the workers (each runs in its own subprocess) ----------------------------------------------
 
 
-def run_snodo(version: str, calls: int, warmup: int) -> dict[str, Any]:
+def run_snodo(version: str, calls: int, warmup: int, *, task: bool = False) -> dict[str, Any]:
     import snodo
     from snodo.server import Runtime
 
@@ -56,20 +60,55 @@ def run_snodo(version: str, calls: int, warmup: int) -> dict[str, Any]:
     def echo(args: dict[str, Any], ctx: Any) -> str:
         return str(args["text"])
 
+    def ignore(params: dict[str, Any]) -> None:
+        pass
+
+    # progress= runs the handler in a task of its own (the path close() can fail at once).
+    extra: dict[str, Any] = {"progress": ignore} if task else {}
     with snodo.direct(runtime, protocol=version) as client:
-        first = client.call_tool("echo", {"text": TEXT})
+        first = client.call_tool("echo", {"text": TEXT}, **extra)
         assert isinstance(first, dict), first
         assert first["content"][0]["text"] == TEXT, first
         negotiated = client.version
         last: object = first
         for _ in range(warmup):
-            client.call_tool("echo", {"text": TEXT})
+            client.call_tool("echo", {"text": TEXT}, **extra)
         started = time.perf_counter()
         for _ in range(calls):
-            last = client.call_tool("echo", {"text": TEXT})
+            last = client.call_tool("echo", {"text": TEXT}, **extra)
         elapsed = time.perf_counter() - started
         assert isinstance(last, dict) and last["content"][0]["text"] == TEXT, last
     return {"seconds": elapsed, "negotiated": negotiated}
+
+
+def run_floor(calls: int, warmup: int) -> dict[str, Any]:
+    """No library: the least a call costs when its handler runs on another (pre-started) thread
+    and the caller waits for the answer, the bound under any abandonable direct call."""
+    import queue
+    import threading
+
+    jobs: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()
+    answers: queue.SimpleQueue[dict[str, Any]] = queue.SimpleQueue()
+
+    def serve() -> None:
+        while (job := jobs.get()) is not None:
+            answers.put({"content": [{"type": "text", "text": str(job["text"])}]})
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    last: dict[str, Any] = {}
+    for _ in range(warmup):
+        jobs.put({"text": TEXT})
+        answers.get(timeout=10)
+    started = time.perf_counter()
+    for _ in range(calls):
+        jobs.put({"text": TEXT})
+        last = answers.get(timeout=10)
+    elapsed = time.perf_counter() - started
+    jobs.put(None)
+    thread.join(10)
+    assert last["content"][0]["text"] == TEXT, last
+    return {"seconds": elapsed, "negotiated": "-"}
 
 
 def run_sdk(version: str, calls: int, warmup: int) -> dict[str, Any]:
@@ -108,8 +147,12 @@ def run_sdk(version: str, calls: int, warmup: int) -> dict[str, Any]:
 
 def worker(case: str, calls: int, warmup: int) -> int:
     library, version = CASES[case]
-    run = run_snodo if library == "snodo" else run_sdk
-    outcome = run(version, calls, warmup)
+    if library == "sdk":
+        outcome = run_sdk(version, calls, warmup)
+    elif library == "floor":
+        outcome = run_floor(calls, warmup)
+    else:
+        outcome = run_snodo(version, calls, warmup, task=library == "snodo-task")
     print(json.dumps(outcome))
     return 0
 
@@ -162,17 +205,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             negotiated[case] = got[1]
 
     print(
-        f"{'case':<18} {'negotiated':<11} {'min/s':>9} {'median/s':>9} {'max/s':>9} {'µs/call':>8}"
+        f"{'case':<22} {'negotiated':<11} {'min/s':>9} {'median/s':>9} {'max/s':>9} {'µs/call':>8}"
     )
     medians: dict[str, float] = {}
     for case, samples in rates.items():
         if case in errors:
-            print(f"{case:<18} failed: {errors[case]}")
+            print(f"{case:<22} failed: {errors[case]}")
             continue
         median = statistics.median(samples)
         medians[case] = median
         print(
-            f"{case:<18} {negotiated[case]:<11} {min(samples):9.0f} {median:9.0f} "
+            f"{case:<22} {negotiated[case]:<11} {min(samples):9.0f} {median:9.0f} "
             f"{max(samples):9.0f} {1e6 / median:8.1f}"
         )
 
@@ -184,7 +227,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         ratio = medians[ours] / medians[theirs]
         verdict = "met" if ratio >= TARGET_RATIO else "NOT met"
         print(f"ratio {ours} / {theirs}: {ratio:.2f}x (target >= {TARGET_RATIO:.0f}x: {verdict})")
-    return 1 if any(CASES[case][0] == "snodo" for case in errors) else 0
+    inline, task, floor = "snodo 2026-07-28", "snodo task 2026-07-28", "floor hand-off"
+    if inline in medians and task in medians and floor in medians:
+        print(
+            f"a task per call (progress=; what close() can fail at once) costs "
+            f"{medians[inline] / medians[task]:.1f}x the inline call; a bare hand-off to a "
+            f"waiting thread, no library, {medians[inline] / medians[floor]:.1f}x "
+            f"(docs/decisions/0029)"
+        )
+    return 1 if any(CASES[case][0] != "sdk" for case in errors) else 0
 
 
 if __name__ == "__main__":
