@@ -93,7 +93,7 @@ class SocketPairTransport:
                 if kind == "progress" and options.on_progress is not None:
                     options.on_progress(value)
                 elif kind == "closed":
-                    raise errors.connection_error("The server closed the connection")
+                    raise errors.connection_error("The connection was closed")
         finally:
             with self._lock:
                 self._pending.pop(request_id, None)
@@ -103,11 +103,15 @@ class SocketPairTransport:
         self._send(message)
 
     def close(self) -> None:
-        """End the input; the server loop stops, then the reader."""
+        """Fail the requests in flight at once, end the input; the server loop stops, then the
+        reader."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
+            inboxes = list(self._pending.values())
+        for inbox in inboxes:
+            inbox.put(("closed", None))
         try:
             self._socket.shutdown(socket.SHUT_WR)
         except OSError:
@@ -126,9 +130,7 @@ class SocketPairTransport:
                 raise errors.connection_error("Connection closed", cause=str(exc)) from None
 
     def _cancel(self, request_id: Any) -> None:
-        cancelled = jsonrpc.notification(
-            "notifications/cancelled", {"requestId": request_id, "reason": "Request timed out"}
-        )
+        cancelled = jsonrpc.cancelled_notification(request_id, "Request timed out")
         try:
             self._send(cancelled)
         except McpError:

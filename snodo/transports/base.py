@@ -84,7 +84,9 @@ class Transport(Protocol):
         ...
 
     def close(self) -> None:
-        """Release everything the connection holds; idempotent."""
+        """Release everything the connection holds; idempotent. A ``request`` blocked in
+        another thread must fail at once with -32000 (snodo's transports all do: only the
+        transport can wake its callers)."""
         ...
 
 
