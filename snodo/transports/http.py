@@ -54,6 +54,8 @@ LISTENER_STOP = 2.0
 LISTENER_SETTLE = 5.0
 #: How long a timed-out initialize-era request's notifications/cancelled may take (seconds).
 CANCEL_WAIT = 0.5
+#: Guards making a transport's close Event on first use (rare: a retry or resumption wait).
+_CLOSING_LOCK = threading.Lock()
 #: Connections kept per host in the shared pool (concurrent requests beyond it open and close).
 POOL_MAXSIZE = http_wire.MAX_IDLE
 
@@ -228,7 +230,6 @@ class HttpTransport:
         self._server_requests = on_server_request
         self._listener: Task | None = None
         self._listening: Any = None  # the standalone GET stream's response, while open
-        self._listener_settled = threading.Event()  # its first GET was answered, or failed
         self.url = target.url
         self._user_headers = check_user_headers(
             dict(headers or {}), token_provider=token_provider is not None
@@ -241,7 +242,9 @@ class HttpTransport:
         self._credential: tuple[str | None, str | None, str] | None = None
         self.session_id: str | None = None
         self._closed = False
-        self._closing = threading.Event()  # set by close(): ends waits between attempts
+        #: Set by close(): ends waits between attempts (made by the first wait: most
+        #: connections never wait, and an Event costs ~1 KiB per idle connection).
+        self._closing: threading.Event | None = None
         self._calls = _Calls()
         #: Every credential sent, to redact from what is kept of answers (docs/decisions/0030).
         self._sent = SentCredentials(redaction.credentials(self._user_headers))
@@ -364,11 +367,13 @@ class HttpTransport:
             and self.session_id is not None
             and self._listener is None
         ):
+            answered = threading.Event()  # the first GET was answered, or failed
             self._listener = Task(
-                lambda: self._listen(options.dialect), f"snodo-http-get-{self.session_id[:8]}"
+                lambda: self._listen(options.dialect, answered),
+                f"snodo-http-get-{self.session_id[:8]}",
             )
             settle = LISTENER_SETTLE if options.timeout is None else options.timeout
-            self._listener_settled.wait(min(settle, LISTENER_SETTLE))
+            answered.wait(min(settle, LISTENER_SETTLE))
 
     def listen(
         self, message: dict[str, Any], options: RequestOptions, sink: SubscriptionSink
@@ -398,7 +403,10 @@ class HttpTransport:
         if self._closed:
             return
         self._closed = True
-        self._closing.set()
+        with _CLOSING_LOCK:
+            closing = self._closing
+        if closing is not None:
+            closing.set()
         self._calls.close()  # every request in flight fails with -32000 at once
         listening, listener = self._listening, self._listener
         if listening is not None:
@@ -438,16 +446,16 @@ class HttpTransport:
 
     _version: str | None = None
 
-    def _listen(self, dialect: Any) -> None:
+    def _listen(self, dialect: Any, settled: threading.Event) -> None:
         """The standalone GET stream of an initialize-era session: requests and notifications
         a server sends only there (405: the server has none). Broken streams are resumed with
         Last-Event-ID after the server's retry delay; it ends with close()."""
         try:
-            self._listen_until_closed(dialect)
+            self._listen_until_closed(dialect, settled)
         finally:
-            self._listener_settled.set()
+            settled.set()
 
-    def _listen_until_closed(self, dialect: Any) -> None:
+    def _listen_until_closed(self, dialect: Any, settled: threading.Event) -> None:
         options = RequestOptions(
             dialect=dialect, timeout=LISTENER_CONNECT, on_server_request=self._server_requests
         )
@@ -466,16 +474,16 @@ class HttpTransport:
             try:
                 response, _ = self._send("GET", None, headers, LISTENER_CONNECT, stream=True)
             except McpError as error:
-                self._listener_settled.set()
+                settled.set()
                 _log.info(
                     "standalone stream unavailable",
                     url=self.url,
                     error=self.redacted(error.message),
                 )
                 failures += 1
-                self._closing.wait(retry_ms / 1000.0)
+                self._wait_closing(retry_ms / 1000.0)
                 continue
-            self._listener_settled.set()
+            settled.set()
             content_type = (response.headers.get("content-type") or "").split(";")[0].strip()
             if response.status != 200 or content_type != "text/event-stream":
                 _log.debug("no standalone stream", url=self.url, status=response.status)
@@ -509,7 +517,7 @@ class HttpTransport:
             retry_ms = parser.retry if parser.retry is not None else retry_ms
             failures += 1
             if not self._closed:
-                self._closing.wait(retry_ms / 1000.0)
+                self._wait_closing(retry_ms / 1000.0)
         if not self._closed:  # the stream could not be resumed: session subscriptions end
             end_session_subscriptions(
                 self,
@@ -517,6 +525,16 @@ class HttpTransport:
                     "The session's event stream is gone", cause=("standalone_stream",)
                 ),
             )
+
+    def _wait_closing(self, delay: float) -> bool:
+        """Wait ``delay`` seconds or until close(); True if closed."""
+        with _CLOSING_LOCK:
+            closing = self._closing
+            if closing is None:
+                closing = self._closing = threading.Event()
+                if self._closed:
+                    closing.set()
+        return closing.wait(delay)
 
     def redacted(self, value: _T) -> _T:
         """``value`` (text, bytes, JSON data or an McpError kept from an answer) without any
@@ -705,7 +723,7 @@ class HttpTransport:
             return errors.timeout_error(timeout or 0.0, cause=("http", str(exc)))
         if isinstance(exc, http_wire.ConnectError):
             return errors.connection_error(
-                f"Cannot connect to {self.url}", cause=("http", str(exc))
+                f"Cannot connect to {self.url}: {exc.reason}", cause=("http", str(exc))
             )
         if isinstance(exc, http_wire.NoResponse):
             return errors.outcome_unknown_error(
@@ -925,7 +943,7 @@ class HttpTransport:
         limit = _earliest(deadline, cap)
         if limit is not None and time.monotonic() + delay >= limit:
             raise self._stream_timeout(options, deadline, cap)
-        if self._closing.wait(delay) or call.closed:
+        if self._wait_closing(delay) or call.closed:
             raise _closed_error()
         headers = mcp_headers(
             options.dialect,
