@@ -14,6 +14,7 @@ import urllib3
 
 from snodo.oauth.discovery import url_allowed
 from snodo.oauth.errors import auth_error
+from snodo.transports import tls
 
 __all__ = ["AsResponse", "OAuthHttp", "basic_credentials"]
 
@@ -42,10 +43,10 @@ class OAuthHttp:
         self, *, timeout: float = 10.0, verify: bool = True, ca_certs: str | None = None
     ) -> None:
         self.timeout = timeout
-        kwargs: dict[str, Any] = {"cert_reqs": "CERT_REQUIRED" if verify else "CERT_NONE"}
-        if ca_certs is not None:
-            kwargs["ca_certs"] = ca_certs
-        self._pool = urllib3.PoolManager(num_pools=8, maxsize=4, **kwargs)
+        # The transport's TLS policy (strict verification on every version, docs/decisions/0031);
+        # urllib3 takes the verify mode and hostname check from the context.
+        context = tls.client_context(verify, ca_certs)
+        self._pool = urllib3.PoolManager(num_pools=8, maxsize=4, ssl_context=context)
 
     def get(self, url: str, step: str) -> AsResponse:
         """GET ``url`` expecting JSON."""
@@ -85,7 +86,10 @@ class OAuthHttp:
                 timeout=urllib3.Timeout(total=self.timeout),
             )
         except urllib3.exceptions.HTTPError as exc:
-            raise auth_error(step, f"{method} {_safe(url)} failed ({type(exc).__name__})") from None
+            reason = type(exc).__name__
+            if isinstance(exc, urllib3.exceptions.SSLError):
+                reason = f"{reason}: {tls.failure_reason(exc)}"
+            raise auth_error(step, f"{method} {_safe(url)} failed ({reason})") from None
         try:
             data = response.read(MAX_BODY + 1, decode_content=True)
         except urllib3.exceptions.HTTPError as exc:

@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 
 from snodo.protocol import http1
 from snodo.protocol.http1 import FramingError, Headers, HeadTooLarge
+from snodo.transports import tls
 
 __all__ = [
     "ConnectError",
@@ -59,7 +60,12 @@ class WireError(Exception):
 
 
 class ConnectError(WireError):
-    """The connection could not be opened."""
+    """The connection could not be opened; ``reason`` says why in a few words (the OS error or
+    the TLS failure, e.g. "certificate verify failed: ...") for the caller's own message."""
+
+    def __init__(self, message: str, reason: str = "") -> None:
+        super().__init__(message)
+        self.reason = reason or message
 
 
 class WireTimeout(WireError, TimeoutError):
@@ -492,19 +498,23 @@ class WirePool:
         except TimeoutError:
             raise WireTimeout(f"connecting to {host}:{port} timed out") from None
         except OSError as exc:
-            raise ConnectError(f"cannot connect to {host}:{port}: {exc}") from None
+            raise ConnectError(
+                f"cannot connect to {host}:{port}: {exc}", tls.failure_reason(exc)
+            ) from None
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if scheme == "https":
                 if self._context is None:
-                    self._context = _context(*self._tls)
+                    self._context = tls.client_context(*self._tls)
                 sock = self._context.wrap_socket(sock, server_hostname=host)
         except TimeoutError:
             sock.close()
             raise WireTimeout(f"TLS handshake with {host}:{port} timed out") from None
         except (OSError, ssl.SSLError) as exc:
             sock.close()
-            raise ConnectError(f"TLS with {host}:{port} failed: {exc}") from None
+            raise ConnectError(
+                f"TLS with {host}:{port} failed: {exc}", tls.failure_reason(exc)
+            ) from None
         return _Conn(sock, key)
 
     @property
@@ -610,15 +620,3 @@ def pool(
         if found is None:
             found = _pools[key] = WirePool(key)
         return found
-
-
-def _context(
-    verify: bool, ca_certs: str | None, cert_file: str | None, key_file: str | None
-) -> ssl.SSLContext:
-    context = ssl.create_default_context(cafile=ca_certs)
-    if not verify:
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    if cert_file is not None:
-        context.load_cert_chain(cert_file, key_file)
-    return context
