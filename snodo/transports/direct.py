@@ -332,9 +332,5 @@ class DirectTransport:
         from snodo.server import dispatch
 
         call.abandoned.set()
-        cancelled = {
-            "jsonrpc": "2.0",
-            "method": "notifications/cancelled",
-            "params": {"requestId": message.get("id"), "reason": "The client stopped waiting"},
-        }
+        cancelled = jsonrpc.cancelled_notification(message["id"], "The client stopped waiting")
         dispatch(self._runtime, cancelled, self._peer)

@@ -751,13 +751,8 @@ class StdioTransport:
             self._pending.pop(request_id, None)
             if self._lost is not None:
                 return
-        note = {
-            "jsonrpc": "2.0",
-            "method": "notifications/cancelled",
-            "params": {"requestId": request_id, "reason": reason},
-        }
         try:
-            self._write(note, time.monotonic() + 1.0)
+            self._write(jsonrpc.cancelled_notification(request_id, reason), time.monotonic() + 1.0)
         except (McpError, TimeoutError):
             pass
 
