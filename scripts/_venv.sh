@@ -3,8 +3,9 @@
 # and has snodo installed (editable) with the requested extras. Not meant to be run on its own.
 #
 #   source scripts/_venv.sh; snodo_venv test      # or: snodo_venv base
+#   snodo_venv test "$REPO/.venvs/python3.12" /usr/bin/python3.12   # another venv, made with that
 #
-# After it returns, $REPO is the repository root (also the cwd) and $PY is the venv's python.
+# After it returns, $REPO is the repository root (also the cwd), $VENV the venv and $PY its python.
 #
 # The install is skipped when .venv/.snodo-install records the same pyproject.toml hash and an
 # extras set that covers the request ("test" covers "base"). Set SNODO_REINSTALL=1 to force it.
@@ -15,11 +16,17 @@ cd "$REPO"
 VENV="$REPO/.venv"
 PY="$VENV/bin/python"
 STAMP="$VENV/.snodo-install"
+#: The minor versions snodo supports and tests (pyproject.toml's classifiers say the same).
+SNODO_SUPPORTED_PYTHONS="3.10 3.11 3.12 3.13"
 
 _snodo_log() { printf '%s\n' "[$(basename "$0")] $*" >&2; }
 
 _snodo_py_ok() { # usage: _snodo_py_ok INTERPRETER -> true if it runs and is >= 3.10
   "$1" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else 1)' >/dev/null 2>&1
+}
+
+snodo_py_version() { # usage: snodo_py_version INTERPRETER -> "3.12", from the interpreter itself
+  "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null
 }
 
 _snodo_pick_python() {
@@ -33,13 +40,13 @@ _snodo_pick_python() {
   return 1
 }
 
-_snodo_create_venv() {
-  local base
-  if ! base="$(_snodo_pick_python)"; then
+_snodo_create_venv() { # usage: _snodo_create_venv [BASE]: BASE, else the first good python3.x
+  local base="${1:-}"
+  if [ -z "$base" ] && ! base="$(_snodo_pick_python)"; then
     _snodo_log "error: snodo needs Python 3.10 or newer (python3 on PATH is: $(python3 --version 2>&1 || echo missing))"
     return 1
   fi
-  _snodo_log "creating .venv with $base ($("$base" --version 2>&1))"
+  _snodo_log "creating ${VENV#"$REPO/"} with $base ($("$base" --version 2>&1))"
   rm -rf "$VENV"
   if ! "$base" -m venv "$VENV"; then
     _snodo_log "error: '$base -m venv' failed; on Debian/Ubuntu install it: apt-get install python3-venv"
@@ -72,9 +79,18 @@ _snodo_install_current() { # usage: _snodo_install_current EXTRAS HASH
   [ "$stamp_extras" = "$1" ] || [ "$stamp_extras" = "test" ]
 }
 
-snodo_venv() { # usage: snodo_venv base|test
-  local extras="${1:-base}" spec=".[test]" hash
+snodo_venv() { # usage: snodo_venv base|test [VENV_DIR BASE_PYTHON]
+  local extras="${1:-base}" spec=".[test]" hash base="${3:-}" want=""
   [ "$extras" = "test" ] || spec="."
+  if [ -n "${2:-}" ]; then
+    VENV="$2"
+    PY="$VENV/bin/python"
+    STAMP="$VENV/.snodo-install"
+  fi
+  if [ -n "$base" ] && ! want="$(snodo_py_version "$base")"; then
+    _snodo_log "error: $base does not run"
+    return 1
+  fi
 
   # One set-up at a time: several scripts may start together (CI, editors, colleagues).
   # The lock is taken on pyproject.toml itself (read-only), so no lock file is left behind.
@@ -83,14 +99,19 @@ snodo_venv() { # usage: snodo_venv base|test
     flock -w 600 9 || { _snodo_log "error: waited 600 s for another set-up to finish"; return 1; }
   fi
 
-  if [ ! -x "$PY" ] || ! _snodo_py_ok "$PY" || ! "$PY" -m pip --version >/dev/null 2>&1; then
-    { [ -e "$PY" ] || [ -L "$PY" ]; } && _snodo_log ".venv's python is broken or too old; recreating .venv"
-    _snodo_create_venv || return 1
+  if [ ! -x "$PY" ] || ! _snodo_py_ok "$PY" || ! "$PY" -m pip --version >/dev/null 2>&1 ||
+    { [ -n "$want" ] && [ "$(snodo_py_version "$PY")" != "$want" ]; }; then
+    { [ -e "$PY" ] || [ -L "$PY" ]; } && _snodo_log "${VENV#"$REPO/"}'s python is broken, too old or not $base's; recreating it"
+    _snodo_create_venv "$base" || return 1
+  fi
+  if [ -n "$want" ] && [ "$(snodo_py_version "$PY")" != "$want" ]; then
+    _snodo_log "error: ${VENV#"$REPO/"} made with $base runs Python $(snodo_py_version "$PY"), not $want"
+    return 1
   fi
 
   hash="$(_snodo_pyproject_hash)"
   if [ "${SNODO_REINSTALL:-0}" = "1" ] || ! _snodo_install_current "$extras" "$hash"; then
-    _snodo_log "installing snodo ($spec) into .venv"
+    _snodo_log "installing snodo ($spec) into ${VENV#"$REPO/"}"
     rm -f "$STAMP"
     _snodo_pip install -e "$spec" || {
       _snodo_log "error: pip install -e '$spec' failed"

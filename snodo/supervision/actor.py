@@ -95,7 +95,8 @@ from snodo.supervision.reasons import (
 
 if TYPE_CHECKING:
     from types import TracebackType
-    from typing import Self
+
+    from typing_extensions import Self
 
 
 __all__ = [

@@ -61,9 +61,9 @@ from snodo.supervision.reasons import (
 
 if TYPE_CHECKING:
     from types import TracebackType
-    from typing import Self
 
     from pykka import ActorRef
+    from typing_extensions import Self
 
 __all__ = [
     "ChildInfo",
