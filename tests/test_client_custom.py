@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 
 import snodo
+from examples.custom_transport import SocketPairTransport
 from snodo.protocol.dialects import SUPPORTED_VERSIONS
+from snodo.server import Runtime
 from snodo.transports.base import (
     ConnectOptions,
     RequestOptions,
@@ -206,3 +208,20 @@ def test_threads_share_a_custom_transport_client(runtime: Any) -> None:
             thread.join(30)
         assert not any(thread.is_alive() for thread in threads)
     assert failures == []
+
+
+def test_a_runtime_served_over_a_socket_pair_answers_in_both_modes() -> None:
+    """serve_stdio over a socket's streams (examples/custom_transport.py): under gevent a
+    socket is already cooperative and must be read on its own hub's thread, not moved to
+    gevent's thread pool (which failed with "Cannot switch to a different thread" and left
+    every call to its timeout)."""
+    runtime = Runtime("socket-pair", "1.0")
+
+    @runtime.tool(description="Echo")
+    def echo(arguments: dict[str, Any], ctx: Any) -> str:
+        return str(arguments["text"])
+
+    with snodo.connect((SocketPairTransport, runtime), protocol=LATEST) as client:
+        for n in range(20):
+            result = client.call_tool("echo", {"text": f"n{n}"}, timeout=5.0)
+            assert result["content"][0]["text"] == f"n{n}", result

@@ -58,6 +58,7 @@ import importlib
 import itertools
 import logging
 import os
+import socket
 import sys
 import threading
 import traceback
@@ -558,9 +559,10 @@ def _green() -> bool:
     return monkey is not None and bool(monkey.is_module_patched("threading"))
 
 
-def _off_hub(fn: Callable[[_T], _R]) -> Callable[[_T], _R]:
-    """Under gevent, blocking stream calls run on gevent's thread pool so the hub runs on."""
-    if not _green():
+def _off_hub(fn: Callable[[_T], _R], stream: BinaryIO) -> Callable[[_T], _R]:
+    """Under gevent, blocking stream calls run on gevent's thread pool so the hub runs on; a
+    socket's stream is already cooperative there (and must stay on its hub's thread)."""
+    if not _green() or isinstance(getattr(stream, "raw", stream), socket.SocketIO):
         return fn
     import gevent
 
@@ -575,7 +577,7 @@ def _off_hub(fn: Callable[[_T], _R]) -> Callable[[_T], _R]:
 
 def _reader(stream: BinaryIO) -> Callable[[], bytes]:
     read: Callable[[int], bytes | None] = getattr(stream, "read1", None) or stream.read
-    blocking_read = _off_hub(read)
+    blocking_read = _off_hub(read, stream)
 
     def read_chunk() -> bytes:
         try:
@@ -593,7 +595,7 @@ class _Writer:
         self._stream = stream
         self._lock = threading.Lock()
         self._closed = False
-        self._put = _off_hub(self._put_data)
+        self._put = _off_hub(self._put_data, stream)
 
     def write(self, data: bytes) -> bool:
         """Write one encoded message; False once the stream is closed or broken."""
