@@ -35,7 +35,7 @@ MAX_HEAD: Final = 1024 * 1024
 #: The longest chunk-size line (size, extensions and CRLF).
 MAX_CHUNK_LINE: Final = 4096
 
-_TOKEN_CHARS: Final = frozenset(
+_TOKEN_CHARS: Final = (
     b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 )
 
@@ -130,6 +130,16 @@ class HeadReader:
         ``HeadTooLarge`` past the caller's limit, ``FramingError`` for any other bound."""
         buf = self._buf
         buf += data
+        if not self._lines and not self._scan:
+            # The usual case, the whole head in the first read: one search, and parse_head
+            # checks the field count and line lengths.
+            end = buf.find(b"\r\n\r\n")
+            if end > 0:
+                size = end + 4
+                self._check_size(size)
+                head = parse_head(buf[:size])
+                self.rest = bytes(buf[size:])
+                return head
         while True:
             end = buf.find(b"\r\n", self._scan)
             if end < 0:
@@ -192,7 +202,7 @@ def parse_head(raw: bytes | bytearray) -> Head:
 
 
 def _is_token(name: bytes) -> bool:
-    return all(byte in _TOKEN_CHARS for byte in name)
+    return not name.translate(None, _TOKEN_CHARS)  # nothing left once token bytes are gone
 
 
 def body_framing(head: Head, method: str) -> tuple[str, int]:

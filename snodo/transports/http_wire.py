@@ -15,6 +15,7 @@ response to it is ``NoResponse``).
 
 from __future__ import annotations
 
+import functools
 import select
 import socket
 import ssl
@@ -297,15 +298,10 @@ class WirePool:
         ``NoResponse`` when the request was written whole and no response came: the server may
         have acted on it, so it is never sent again.
         """
-        parts = urlsplit(url)
-        key = _endpoint(url)
-        if key is None or parts.hostname is None:
+        where = _where(url)
+        if where is None:
             raise ConnectError(f"unsupported URL {url!r}")
-        host = parts.hostname
-        host_field = f"[{host}]" if ":" in host else host
-        if parts.port is not None:
-            host_field += f":{parts.port}"
-        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        key, host_field, target = where
         fields = dict(headers)
         if body is not None:
             fields["Content-Length"] = str(len(body))
@@ -550,15 +546,28 @@ class _Unsent(Exception):
 
 def _endpoint(url: str) -> Key | None:
     """The pool key of ``url``: (scheme, host, port), or None for what this client cannot use."""
+    where = _where(url)
+    return None if where is None else where[0]
+
+
+@functools.lru_cache(maxsize=256)
+def _where(url: str) -> tuple[Key, str, str] | None:
+    """``url`` as the pool key, the Host field and the request target, or None for what this
+    client cannot use; cached (a transport sends every request to the same URL)."""
     try:
         parts = urlsplit(url)
         scheme = parts.scheme.lower()
         port = parts.port or (443 if scheme == "https" else 80)
     except ValueError:
         return None
-    if scheme not in ("http", "https") or not parts.hostname:
+    host = parts.hostname
+    if scheme not in ("http", "https") or not host:
         return None
-    return (scheme, parts.hostname, port)
+    host_field = f"[{host}]" if ":" in host else host
+    if parts.port is not None:
+        host_field += f":{parts.port}"
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    return (scheme, host, port), host_field, target
 
 
 def _real_poll() -> Callable[[], Any] | None:
