@@ -173,7 +173,7 @@ def serve_snodo() -> None:
     from urllib.parse import urlsplit
 
     from snodo.server import Runtime
-    from snodo.server.http import serve_http
+    from snodo.server.http_server import serve_http
 
     runtime = Runtime("bench-echo", "1.0")
 

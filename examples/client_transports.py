@@ -76,7 +76,7 @@ def open_http(**options: Any) -> snodo.Client:
     """The same Runtime served over Streamable HTTP on 127.0.0.1 (started once, in process)."""
     global _http_server
     if _http_server is None:
-        from snodo.server.http import serve_http
+        from snodo.server.http_server import serve_http
 
         _http_server = serve_http(build())
     return snodo.connect(snodo.Http(_http_server.url), **options)

@@ -29,7 +29,7 @@ import snodo
 from snodo.protocol import errors, jsonrpc
 from snodo.protocol.errors import McpError
 from snodo.server import Runtime
-from snodo.server.stdio import serve_stdio
+from snodo.server.stdio_server import serve_stdio
 from snodo.transports.base import ConnectOptions, RequestOptions
 
 #: How long close() waits for the server and reader threads (seconds).

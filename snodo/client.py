@@ -466,7 +466,7 @@ class Client:
         )
         page = results.page_of(method, result)
         if method == "tools/list" and getattr(self._transport, "tool_headers", False):
-            from snodo.transports.http import filter_listed_tools
+            from snodo.transports.streamable_http import filter_listed_tools
 
             page = replace(page, items=filter_listed_tools(page.items))
         return page

@@ -123,7 +123,7 @@ def connect(
     if not isinstance(max_response_bytes, int) or max_response_bytes < 1:
         raise ValueError("max_response_bytes must be a positive integer")
     if isinstance(target, Http):
-        from snodo.transports.http import HttpTransport
+        from snodo.transports.streamable_http import HttpTransport
 
         if env is not None or cwd is not None:
             raise ValueError("env= and cwd= apply to stdio servers only")

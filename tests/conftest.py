@@ -22,7 +22,7 @@ import pytest
 from hypothesis import settings
 
 from snodo.supervision import join, kill, registry, service_threads, stop
-from tests.client_support import Wire, recording_direct
+from tests.support.client_support import Wire, recording_direct
 
 LEAK_DEADLINE = 5.0
 

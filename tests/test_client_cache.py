@@ -17,10 +17,10 @@ import snodo
 from snodo.cache import shared_cache
 from snodo.protocol.caching import MAX_ENTRIES, MAX_ENTRY_BYTES
 from snodo.server import CacheHint, Context, Runtime
-from tests import client_runtime
-from tests import stdio_support as support
-from tests.client_support import Wire
-from tests.pipe_transport import PipeTransport
+from tests.support import client_runtime
+from tests.support import stdio_support as support
+from tests.support.client_support import Wire
+from tests.support.pipe_transport import PipeTransport
 
 LATEST = "2026-07-28"
 MINUTE = 60_000
@@ -303,7 +303,7 @@ def test_http_private_results_are_partitioned_by_credentials_hashed() -> None:
     """Private results are partitioned by the credentials used; public results are shared
     across credentials but not across non-credential headers; keys hold no raw token or
     authorization header."""
-    from snodo.server.http import serve_http
+    from snodo.server.http_server import serve_http
 
     private = Counted(scope="private")
     public = Counted(scope="public")

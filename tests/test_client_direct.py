@@ -14,9 +14,9 @@ import pytest
 
 import snodo
 from snodo.protocol.dialects import SUPPORTED_VERSIONS
-from tests import client_runtime
-from tests.client_calls import check_calls, check_errors
-from tests.client_support import Wire
+from tests.support import client_runtime
+from tests.support.client_calls import check_calls, check_errors
+from tests.support.client_support import Wire
 
 ALL = list(SUPPORTED_VERSIONS)
 LEGACY = ["2025-11-25", "2025-06-18"]

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 import snodo
-from tests import client_runtime
-from tests.client_support import Wire
+from tests.support import client_runtime
+from tests.support.client_support import Wire
 
 LEGACY = ["2025-11-25", "2025-06-18"]
 FORM_CAPS = {"elicitation": {"form": {}}}

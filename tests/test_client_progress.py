@@ -10,8 +10,8 @@ import pykka
 import pytest
 
 import snodo
-from tests import client_runtime
-from tests.client_support import Wire
+from tests.support import client_runtime
+from tests.support.client_support import Wire
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import snodo
 from snodo.client import Client, build_options, initialize_session
 from snodo.protocol import dialects
 from snodo.transports.base import RequestOptions
-from tests.wire_schema import check_client_message
+from tests.support.wire_schema import check_client_message
 
 Reply = Callable[[dict[str, Any]], dict[str, Any]]
 

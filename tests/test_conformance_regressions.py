@@ -30,8 +30,8 @@ import snodo
 from snodo.protocol import negotiation
 from snodo.protocol.errors import McpError
 from snodo.server import Peer, Runtime, dispatch
-from snodo.server.http import serve_http
-from tests.http_fault_server import (
+from snodo.server.http_server import serve_http
+from tests.support.http_fault_server import (
     LATEST,
     Exchange,
     McpResponder,

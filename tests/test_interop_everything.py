@@ -2,7 +2,7 @@
 others on the TypeScript SDK, over stdio and over Streamable HTTP.
 
 The package is pinned by tests/interop/package-lock.json and installed by ``npm ci`` once per
-session when missing (tests/everything_support.py); without node and npm these tests fail with a
+session when missing (tests/support/everything_support.py); without node and npm these tests fail with a
 message saying so. server-everything speaks the initialize era only (its SDK's newest version is
 2025-11-25): every case pins 2025-11-25 or 2025-06-18, or negotiates — the ``server/discover``
 probe is refused and snodo falls back to ``initialize`` (on stdio by starting the server again).
@@ -36,10 +36,10 @@ from typing import Any
 import pytest
 
 import snodo
-from tests import everything_support as everything
-from tests import stdio_support as support
-from tests.http_fault_server import TeeProxy
-from tests.wire_schema import check_client_message
+from tests.support import everything_support as everything
+from tests.support import stdio_support as support
+from tests.support.http_fault_server import TeeProxy
+from tests.support.wire_schema import check_client_message
 
 SERVER_NAME = "mcp-servers/everything"
 MODERN = "2026-07-28"

@@ -44,9 +44,9 @@ import pytest
 
 import snodo
 from snodo.supervision import green_mode
-from tests import stdio_support as support
-from tests.stdio_support import check_response, wait_until
-from tests.wire_schema import check_client_message
+from tests.support import stdio_support as support
+from tests.support.stdio_support import check_response, wait_until
+from tests.support.wire_schema import check_client_message
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVER = ROOT / "tests" / "servers" / "sdk_http_server.py"

@@ -33,7 +33,7 @@ from typing import Any
 import pytest
 
 import snodo
-from tests import stdio_support as support
+from tests.support import stdio_support as support
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVERS = ROOT / "tests" / "servers"

@@ -22,7 +22,7 @@ import pytest
 import snodo
 from snodo import Closed, Notification
 from snodo.supervision import call
-from tests import stdio_support as support
+from tests.support import stdio_support as support
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVERS = ROOT / "tests" / "servers"

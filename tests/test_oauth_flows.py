@@ -1,4 +1,4 @@
-"""snodo.oauth against a real authorization server (tests/oauth_servers.py) that issues ES256
+"""snodo.oauth against a real authorization server (tests/support/oauth_servers.py) that issues ES256
 access tokens, in front of a snodo Runtime served over HTTP that verifies them.
 
 Rules: authorization digest §2-§11 (discovery, issuer validation, PKCE, state, iss, resource,
@@ -25,7 +25,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 import snodo
 from snodo.oauth import MemoryStore, OAuthClient
 from snodo.server import Runtime
-from tests.oauth_servers import (
+from tests.support.oauth_servers import (
     JWT_BEARER,
     TOKEN_EXCHANGE,
     AuthServer,

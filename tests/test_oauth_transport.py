@@ -16,7 +16,7 @@ import pytest
 
 import snodo
 from snodo.auth import Challenge
-from tests.http_fault_server import LATEST, Exchange, FaultServer, Request, fault_server
+from tests.support.http_fault_server import LATEST, Exchange, FaultServer, Request, fault_server
 
 NONCE_401 = 'DPoP error="use_dpop_nonce", error_description="nonce required"'
 

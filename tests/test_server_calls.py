@@ -9,7 +9,7 @@ import pytest
 
 from snodo.protocol.errors import McpError
 from snodo.server import Context, Peer, Runtime, ServerSession, dispatch
-from tests.test_server_support import (
+from tests.support.server_support import (
     CC,
     LEGACY,
     MODERN,

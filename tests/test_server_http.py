@@ -1,4 +1,4 @@
-"""``snodo.server.http``: a Runtime served over Streamable HTTP, for every protocol version.
+"""``snodo.server.http_server``: a Runtime served over Streamable HTTP, for every protocol version.
 
 Reference (f) "Streamable HTTP": one POST per message, ``Accept`` listing JSON and SSE, 202 for
 notifications (and, initialize era, responses), JSON or SSE answers; the 2026-07-28 header rules
@@ -39,9 +39,9 @@ from typing import Any
 import pytest
 
 from snodo.server import http_checks as checks
-from snodo.server.http import HttpServer, serve_http
+from snodo.server.http_server import HttpServer, serve_http
 from tests.servers.http_tools import Probe, build
-from tests.test_server_support import (
+from tests.support.server_support import (
     CC,
     CI,
     LEGACY,
@@ -50,7 +50,7 @@ from tests.test_server_support import (
     check_response,
     validate,
 )
-from tests.wire_schema import union_members
+from tests.support.wire_schema import union_members
 
 ROOT = Path(__file__).resolve().parent.parent
 DEADLINE = 10.0

@@ -10,7 +10,7 @@ import pytest
 
 from snodo.protocol.errors import McpError
 from snodo.server import Context, Runtime
-from tests.test_server_support import LEGACY, Conn, example_runtime, validate
+from tests.support.server_support import LEGACY, Conn, example_runtime, validate
 
 ALL_CAPS: dict[str, Any] = {
     "elicitation": {"form": {}, "url": {}},

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from snodo.server import CacheHint, Peer, Runtime, ServerSession, dispatch
-from tests.test_server_support import (
+from tests.support.server_support import (
     CC,
     LEGACY,
     MODERN,

@@ -8,7 +8,7 @@ import jsonschema  # type: ignore[import-untyped]
 import pytest
 
 from snodo.server import CacheHint, Runtime
-from tests.test_server_support import (
+from tests.support.server_support import (
     LEGACY,
     MODERN,
     SI,

@@ -12,7 +12,7 @@ import pytest
 
 from snodo.protocol.errors import McpError
 from snodo.server import Context, Runtime
-from tests.test_server_support import EXAMPLES_DIR, Conn, example_runtime, validate
+from tests.support.server_support import EXAMPLES_DIR, Conn, example_runtime, validate
 
 FORM: dict[str, Any] = {"elicitation": {"form": {}}}
 ALL_CAPS: dict[str, Any] = {

@@ -14,7 +14,7 @@ from snodo.server.inputs import answer_problem, capability_object, declared, for
 from snodo.server.pagination import decode_cursor, encode_cursor, page_bounds
 from snodo.server.request_state import arguments_digest, decode_state, encode_state
 from snodo.server.runtime import compile_template
-from tests.test_server_support import Conn, example_module, example_runtime
+from tests.support.server_support import Conn, example_module, example_runtime
 
 # -- construction --------------------------------------------------------------------------
 

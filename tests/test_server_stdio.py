@@ -29,8 +29,8 @@ from typing import Any
 
 import pytest
 
-from snodo.server.stdio import serve_stdio
-from tests.test_server_support import (
+from snodo.server.stdio_server import serve_stdio
+from tests.support.server_support import (
     CC,
     CI,
     LEGACY,

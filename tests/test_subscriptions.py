@@ -22,10 +22,10 @@ import pytest
 import snodo
 from snodo import Closed, Dropped, McpError, Notification, SubscriptionEvent
 from snodo.server import Runtime
-from snodo.server.http import HttpServer, serve_http
+from snodo.server.http_server import HttpServer, serve_http
 from snodo.supervision import Actor, call, green_mode
 from tests.servers.subs_runtime import build
-from tests.stdio_support import (
+from tests.support.stdio_support import (
     PYTHON,
     ROOT,
     no_leaks,
@@ -592,7 +592,7 @@ def test_an_http_listen_stream_whose_backlog_fills_ends_without_losing_events_si
 ) -> None:
     """snodo's HTTP server ends a listen stream rather than drop its events; the client sees an
     abrupt end (-32000) after the events that were sent."""
-    import snodo.server.http as server_http
+    import snodo.server.http_server as server_http
 
     monkeypatch.setattr(server_http, "LISTEN_BACKLOG", 1)
     c = open_conn("http", LATEST)

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import snodo
-from tests.test_client_http_tls import certs  # noqa: F401 - the fixture
+from tests.test_transport_http_tls import certs  # noqa: F401 - the fixture
 
 KEY = "io.modelcontextprotocol/subscriptionId"
 

@@ -20,8 +20,8 @@ from snodo._log import get_logger
 from snodo.auth import Challenge
 from snodo.oauth import discovery as d
 from snodo.oauth import endpoints
+from snodo.oauth.authorization_http import OAuthHttp
 from snodo.oauth.errors import auth_error
-from snodo.oauth.http import OAuthHttp
 from snodo.oauth.stores import MemoryStore, Store, token_key
 
 __all__ = ["Grant", "OAuthClient"]

@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from snodo.oauth import discovery as d
+from snodo.oauth.authorization_http import AsResponse, OAuthHttp, basic_credentials
 from snodo.oauth.errors import auth_error
-from snodo.oauth.http import AsResponse, OAuthHttp, basic_credentials
 from snodo.protocol import redaction
 from snodo.protocol.errors import McpError
 

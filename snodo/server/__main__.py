@@ -5,7 +5,7 @@ one; ``MODULE`` is imported with the current directory on ``sys.path``. Exit sta
 ends, 2 for a bad target or bad options (with a message on stderr), 130 on Ctrl-C.
 
 ``python -m snodo.server --http [--host H] [--port P] MODULE:ATTR`` serves it over Streamable
-HTTP instead (``snodo.server.http.run_http``): the URL is printed on stderr, SIGTERM or Ctrl-C
+HTTP instead (``snodo.server.http_server.run_http``): the URL is printed on stderr, SIGTERM or Ctrl-C
 stops it.
 """
 
@@ -15,7 +15,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from snodo.server.stdio import (
+from snodo.server.stdio_server import (
     DEFAULT_MAX_CONCURRENCY,
     DEFAULT_MAX_LINE_BYTES,
     DEFAULT_SERVER_REQUEST_TIMEOUT,
@@ -135,7 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     if args.http:
-        from snodo.server.http import DEFAULT_PORT, run_http
+        from snodo.server.http_server import DEFAULT_PORT, run_http
 
         return run_http(
             args.target,

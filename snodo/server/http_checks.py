@@ -1,6 +1,6 @@
 """The decisions of the Streamable HTTP server, as pure functions (no sockets, no threads).
 
-:mod:`snodo.server.http` moves bytes; everything it decides about a request's headers lives
+:mod:`snodo.server.http_server` moves bytes; everything it decides about a request's headers lives
 here so it can be tested on its own:
 
 - which era a POST belongs to (:func:`route_post`);

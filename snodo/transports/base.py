@@ -11,11 +11,14 @@ Custom transports: a class with a ``connect(init_arg, options)`` class method (s
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from snodo.protocol.dialects import Dialect
+
+if TYPE_CHECKING:
+    from snodo.transports.listening import Listening, SessionFanout, SubscriptionSink
 
 #: Receives each ``notifications/progress`` params dict of the request, in the calling thread.
 ProgressSink = Callable[[dict[str, Any]], None]
@@ -48,6 +51,29 @@ class ConnectOptions:
     on_server_request: ServerRequestHandler | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class TransportTraits:
+    """What a transport does beyond ``request`` and ``close`` that changes the client's choices."""
+
+    #: It derives ``Mcp-Name``/``Mcp-Param-*`` headers from tool definitions (Streamable HTTP on
+    #: 2026-07-28): the client filters listed tools and retries a -32020 once after re-listing.
+    header_policy: bool = False
+    #: Its ``close()`` ends the server's session itself (HTTP's DELETE): the client does not.
+    deletes_session_on_close: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CacheIdentity:
+    """Which cache partition a connection's results belong to (docs/decisions/0019)."""
+
+    #: Connections with equal namespaces (and the same protocol and client metadata) share public
+    #: results; None: the connection has a namespace of its own.
+    namespace: Hashable | None = None
+    #: A digest of the credential the next request carries (the private partition); None: private
+    #: results are never stored (the client cannot identify the credentials).
+    credential: Callable[[], str] | None = None
+
+
 @runtime_checkable
 class Transport(Protocol):
     """A connection to one MCP server: ``request`` and ``close`` are required.
@@ -72,11 +98,14 @@ class Transport(Protocol):
     ``options.on_progress`` receives each ``notifications/progress`` params of the request; a
     transport that ignores it delivers no progress.
 
-    Caching: a custom transport may expose a hashable ``cache_namespace`` attribute naming its
-    endpoint; clients whose transports report equal namespaces (and the same protocol and client
-    metadata) share public results. Without it each connection has a namespace of its own.
-    Private results are never stored for custom transports: the client cannot identify their
-    credentials.
+    Declared optional members (:class:`BaseTransport` has the defaults; read them through
+    :func:`traits_of`, :func:`cache_identity_of` and :func:`session_events_of`):
+
+    - ``traits: TransportTraits``;
+    - ``cache_identity() -> CacheIdentity``; a custom transport may instead expose a hashable
+      ``cache_namespace`` attribute naming its endpoint (public results only);
+    - ``session_events: SessionFanout``: the fan-out a session-era transport feeds with the
+      session's notifications (``subscriptions`` on the session era need it).
     """
 
     def request(self, message: dict[str, Any], options: RequestOptions) -> dict[str, Any]:
@@ -111,3 +140,70 @@ def supports_listen(transport: object) -> bool:
 def supports_delete_session(transport: object) -> bool:
     """True when the transport can end a session the server identified."""
     return callable(getattr(transport, "delete_session", None))
+
+
+@runtime_checkable
+class SessionTransport(Transport, Protocol):
+    """A transport that carries session-era sessions (``notify``, ``session_id``)."""
+
+    session_id: str | None
+
+    def notify(self, message: dict[str, Any], options: RequestOptions) -> None:
+        """Send a notification (``notifications/initialized``, ``notifications/cancelled``)."""
+        ...
+
+
+@runtime_checkable
+class SessionEndingTransport(Transport, Protocol):
+    """A transport that can end a session the server identified."""
+
+    def delete_session(self, timeout: float | None) -> None:
+        """End the session (HTTP: DELETE with the session id), waiting at most ``timeout``."""
+        ...
+
+
+@runtime_checkable
+class ListeningTransport(Transport, Protocol):
+    """A transport that can open ``subscriptions/listen`` streams (2026-07-28)."""
+
+    def listen(
+        self, message: dict[str, Any], options: RequestOptions, sink: SubscriptionSink
+    ) -> Listening:
+        """Send the listen request; stream its notifications into ``sink`` until closed."""
+        ...
+
+
+class BaseTransport:
+    """Optional base class for transports: the declared optional members with their defaults."""
+
+    traits = TransportTraits()
+    session_events: SessionFanout | None = None
+
+    def cache_identity(self) -> CacheIdentity:
+        """A namespace of its own and no private partition."""
+        return CacheIdentity()
+
+
+def traits_of(transport: object) -> TransportTraits:
+    """The transport's declared traits (none for a transport that declares none)."""
+    traits = getattr(transport, "traits", None)
+    return traits if isinstance(traits, TransportTraits) else TransportTraits()
+
+
+def cache_identity_of(transport: object) -> CacheIdentity:
+    """The transport's cache identity; a custom ``cache_namespace`` attribute names public only."""
+    identity = getattr(transport, "cache_identity", None)
+    if callable(identity):
+        value = identity()
+        if isinstance(value, CacheIdentity):
+            return value
+    named = getattr(transport, "cache_namespace", None)
+    if named is None:
+        return CacheIdentity()
+    kind = type(transport)
+    return CacheIdentity(namespace=(f"custom:{kind.__module__}.{kind.__qualname__}", named))
+
+
+def session_events_of(transport: object) -> SessionFanout | None:
+    """The fan-out the transport feeds with session notifications, when it has one."""
+    return getattr(transport, "session_events", None)

@@ -23,9 +23,9 @@ from snodo.transports.http_wire import WireError
 from snodo.transports.listening import Listening, StreamRoute, SubscriptionSink
 
 if TYPE_CHECKING:
-    from snodo.transports.http import HttpTransport
+    from snodo.transports.streamable_http import HttpTransport
 
-_log = get_logger("snodo.transports.http")
+_log = get_logger("snodo.transports.streamable_http")
 
 #: The most a listen stream reads at once: the buffer is held while the read blocks, for the
 #: stream's whole life (an event larger than this just takes more reads).
@@ -41,7 +41,7 @@ def open_listen(
     sink: SubscriptionSink,
 ) -> Listening:
     """POST the listen request and return once its stream acknowledged it."""
-    from snodo.transports.http import _discard, _event_message
+    from snodo.transports.streamable_http import _discard, _event_message
 
     transport._check_open()
     body = jsonrpc.encode(message)
@@ -118,7 +118,7 @@ def _refusal(
 ) -> McpError:
     """The JSON answer (an error response) or the HTTP status, as an McpError (without any
     credential the transport sent: the server may echo them), read within ``timeout``."""
-    from snodo.transports.http import _json_rpc
+    from snodo.transports.streamable_http import _json_rpc
 
     deadline = None if timeout is None else time.monotonic() + timeout
     try:

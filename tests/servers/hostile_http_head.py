@@ -11,7 +11,7 @@ request (head and Content-Length body read) it sends a status line, then header 
 * ``long``: endless 11,000-byte header lines (each within any line limit).
 
 One thread per connection; it ends when stdin closes (the test's end) or it is killed. Used by
-tests/test_faults_http_wire.py, which measures the client's CPU time against it.
+tests/test_transport_http_pool_lifetimes.py, which measures the client's CPU time against it.
 """
 
 from __future__ import annotations

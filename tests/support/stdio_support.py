@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import snodo
-from tests.wire_schema import check_client_message, validator
+from tests.support.wire_schema import check_client_message, validator
 
-ROOT = Path(__file__).resolve().parent.parent
-SERVERS = Path(__file__).resolve().parent / "servers"
+ROOT = Path(__file__).resolve().parents[2]
+SERVERS = ROOT / "tests" / "servers"
 PYTHON = sys.executable
 ALL = list(snodo.SUPPORTED_VERSIONS)
 LEGACY = ["2025-11-25", "2025-06-18"]

@@ -1,5 +1,5 @@
 """Custom transports (the reference's "Custom transports"): a transport written in the tests,
-``tests/pipe_transport.py``, passes the same call checks as the built-in connections."""
+``tests/support/pipe_transport.py``, passes the same call checks as the built-in connections."""
 
 from __future__ import annotations
 
@@ -20,9 +20,9 @@ from snodo.transports.base import (
     supports_listen,
     supports_notify,
 )
-from tests import client_runtime
-from tests.client_calls import check_calls, check_errors
-from tests.pipe_transport import PipeTransport
+from tests.support import client_runtime
+from tests.support.client_calls import check_calls, check_errors
+from tests.support.pipe_transport import PipeTransport
 
 LATEST = "2026-07-28"
 LEGACY = ["2025-11-25", "2025-06-18"]

@@ -29,7 +29,7 @@ import pytest
 
 import snodo
 from snodo.supervision.timers import call_later
-from tests.http_fault_server import (
+from tests.support.http_fault_server import (
     JSON_HEADERS,
     LATEST,
     LEGACY,
@@ -595,8 +595,8 @@ def test_a_request_that_got_no_answer_on_a_fresh_connection_has_an_unknown_outco
 def test_a_token_endpoint_that_echoes_the_request_leaves_no_secret_in_the_error() -> None:
     """An authorization server whose refusal echoes the refresh token and the client secret in
     its OAuth error code: the authorization error carries neither."""
+    from snodo.oauth.authorization_http import OAuthHttp, basic_credentials
     from snodo.oauth.endpoints import post_token
-    from snodo.oauth.http import OAuthHttp, basic_credentials
 
     refresh, secret = "refresh-9c2b7e1d4a6f", "client-secret-3e8d1f0a"
     form = {"grant_type": "refresh_token", "refresh_token": refresh, "client_secret": secret}

@@ -147,7 +147,7 @@ _SSE_HEADERS: Final = (
     ("X-Accel-Buffering", "no"),
 )
 
-_log = get_logger("snodo.server.http")
+_log = get_logger("snodo.server.http_server")
 
 
 def _green() -> bool:
@@ -684,10 +684,10 @@ class HttpServer:
                     spawn=pool,
                     handler_class=_Handler,
                     log=gevent.pywsgi.LoggingLogAdapter(
-                        logging.getLogger("snodo.server.http.access"), logging.DEBUG
+                        logging.getLogger("snodo.server.http_server.access"), logging.DEBUG
                     ),
                     error_log=gevent.pywsgi.LoggingLogAdapter(
-                        logging.getLogger("snodo.server.http"), logging.WARNING
+                        logging.getLogger("snodo.server.http_server"), logging.WARNING
                     ),
                 )
                 server.snodo = self
@@ -1687,7 +1687,7 @@ def run_http(
     listens. 0 after SIGTERM, 130 after Ctrl-C, 2 for a bad target, 1 when the port cannot be
     bound.
     """
-    from snodo.server.stdio import EXIT_USAGE, TargetError, load_runtime
+    from snodo.server.stdio_server import EXIT_USAGE, TargetError, load_runtime
 
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
     try:

@@ -9,7 +9,7 @@ from typing import Any
 
 import jsonschema
 
-SCHEMA_DIR = Path(__file__).parent / "data" / "schema"
+SCHEMA_DIR = Path(__file__).resolve().parents[1] / "data" / "schema"
 
 
 @functools.cache

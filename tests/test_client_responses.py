@@ -1,6 +1,6 @@
 """The client reading a response a transport hands back (issue 12, item 10): JSON-RPC says a
 response carries "result" or "error", never both; such a response from a custom transport fails
-the call at once with -32000, the same error the stdio transport gives (tests/test_faults_stdio.py).
+the call at once with -32000, the same error the stdio transport gives (tests/test_transport_stdio_hostile.py).
 """
 
 from __future__ import annotations

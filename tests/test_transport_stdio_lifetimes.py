@@ -19,8 +19,8 @@ import pytest
 
 import snodo
 from snodo.supervision import Actor, call, green_mode, stop
-from tests import stdio_support as support
-from tests.stdio_support import LATEST, elapsed, wait_until
+from tests.support import stdio_support as support
+from tests.support.stdio_support import LATEST, elapsed, wait_until
 
 CLOSE_BOUND = 10.0
 

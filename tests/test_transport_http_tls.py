@@ -24,7 +24,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 import snodo
-from snodo.oauth.http import OAuthHttp
+from snodo.oauth.authorization_http import OAuthHttp
 from snodo.transports import tls
 
 

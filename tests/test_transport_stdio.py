@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 import snodo
-from tests import stdio_support as support
-from tests.stdio_support import ALL, LATEST, LEGACY, ROOT, wait_until
+from tests.support import stdio_support as support
+from tests.support.stdio_support import ALL, LATEST, LEGACY, ROOT, wait_until
 
 
 @pytest.fixture(scope="session", autouse=True)

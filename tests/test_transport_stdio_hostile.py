@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 import snodo
-from tests import stdio_support as support
-from tests.stdio_support import LATEST, elapsed, wait_until
+from tests.support import stdio_support as support
+from tests.support.stdio_support import LATEST, elapsed, wait_until
 
 #: The latency bound of a call on a healthy connection while another one misbehaves.
 CALL_BOUND = 0.5

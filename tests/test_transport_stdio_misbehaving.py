@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 import snodo
-from tests import stdio_support as support
-from tests.stdio_support import ALL, LATEST, elapsed, wait_until
+from tests.support import stdio_support as support
+from tests.support.stdio_support import ALL, LATEST, elapsed, wait_until
 
 MiB = 1024 * 1024
 BOTH_ERAS = [LATEST, "2025-11-25"]

@@ -109,7 +109,7 @@ EXIT_USAGE: Final = 2
 #: Bytes asked for per read of stdin.
 READ_SIZE: Final = 64 * 1024
 
-_log = get_logger("snodo.server.stdio")
+_log = get_logger("snodo.server.stdio_server")
 _T = TypeVar("_T")
 _R = TypeVar("_R")
 

@@ -27,7 +27,7 @@ from referencing.jsonschema import DRAFT7, DRAFT202012
 
 from snodo.server import Peer, Runtime, ServerSession, dispatch
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_DIR = ROOT / "tests" / "data" / "schema"
 EXAMPLES_DIR = SCHEMA_DIR / "2026-07-28" / "examples"
 

@@ -36,7 +36,7 @@ from snodo.transports.listening import (
 from snodo.transports.sent_credentials import SentCredentials
 from snodo.transports.targets import Http
 
-_log = get_logger("snodo.transports.http")
+_log = get_logger("snodo.transports.streamable_http")
 _T = TypeVar("_T")
 
 ACCEPT = "application/json, text/event-stream"

@@ -1,4 +1,4 @@
-"""Token providers over HTTP, against the raw-socket fault server (tests/http_fault_server.py).
+"""Token providers over HTTP, against the raw-socket fault server (tests/support/http_fault_server.py).
 
 Rules: the reference's "Authorization": before each request the transport asks the provider
 for a token and sends ``Authorization: Bearer <token>`` when it gets one (``None`` sends none);
@@ -25,7 +25,7 @@ import pytest
 
 import snodo
 from snodo.auth import Challenge
-from tests.http_fault_server import (
+from tests.support.http_fault_server import (
     LATEST,
     LEGACY,
     Exchange,

@@ -21,8 +21,8 @@ import pytest
 
 import snodo
 from snodo.transports import http_wire
-from tests.http_fault_server import LATEST, Exchange, FaultServer, Request, fault_server
-from tests.stdio_support import PYTHON, SERVERS, no_leaks
+from tests.support.http_fault_server import LATEST, Exchange, FaultServer, Request, fault_server
+from tests.support.stdio_support import PYTHON, SERVERS, no_leaks
 
 VERSIONS = [LATEST, "2025-11-25"]
 

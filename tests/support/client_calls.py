@@ -9,7 +9,7 @@ import snodo
 
 def check_calls(client: Any) -> None:
     """Calls: the lists, a tool call, a read, a prompt and a completion on the test runtime
-    (``tests/client_runtime.py``), whatever the connection and version."""
+    (``tests/support/client_runtime.py``), whatever the connection and version."""
     names = [t["name"] for t in client.list_tools()]
     assert "echo" in names
     result = client.call_tool("echo", {"text": "json"})

@@ -1,5 +1,5 @@
 """The client over Streamable HTTP: against snodo's own HTTP server (``serve_http`` serving
-tests/client_runtime.py's Runtime, behind a recording ``TeeProxy``) and, where exact headers
+tests/support/client_runtime.py's Runtime, behind a recording ``TeeProxy``) and, where exact headers
 or a scripted answer are needed, against the raw-socket fault server.
 
 Rules: the reference's "Protocol versions" (probe with server/discover, fall back to
@@ -27,9 +27,9 @@ import pytest
 
 import snodo
 from snodo.server import Context, Runtime
-from snodo.server.http import HttpServer, serve_http
-from tests import client_runtime
-from tests.http_fault_server import (
+from snodo.server.http_server import HttpServer, serve_http
+from tests.support import client_runtime
+from tests.support.http_fault_server import (
     ALL_VERSIONS,
     ELICIT_FORM,
     LATEST,
@@ -47,7 +47,7 @@ from tests.http_fault_server import (
     fault_server,
     result,
 )
-from tests.stdio_support import check_response, wait_until
+from tests.support.stdio_support import check_response, wait_until
 
 ALL = list(ALL_VERSIONS)
 

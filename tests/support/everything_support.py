@@ -25,9 +25,9 @@ from typing import Any
 
 import pytest
 
-from tests.stdio_support import wait_until
+from tests.support.stdio_support import wait_until
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 INTEROP = ROOT / "tests" / "interop"
 PACKAGE = "@modelcontextprotocol/server-everything"
 INSTALLED = INTEROP / "node_modules" / PACKAGE

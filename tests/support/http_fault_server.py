@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.wire_schema import check_client_message, validator
+from tests.support.wire_schema import check_client_message, validator
 
 POLL = 0.05
 MAX_HEAD = 64 * 1024

@@ -9,7 +9,7 @@ from typing import Any
 
 from snodo.transports.base import RequestOptions
 from snodo.transports.direct import DirectTransport
-from tests.wire_schema import check_client_message
+from tests.support.wire_schema import check_client_message
 
 
 def message_version(message: dict[str, Any], options: RequestOptions) -> str:

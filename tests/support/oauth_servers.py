@@ -34,7 +34,7 @@ import urllib3
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from snodo.server import Runtime
-from snodo.server.http import serve_http
+from snodo.server.http_server import serve_http
 
 JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"

@@ -20,7 +20,7 @@ from typing import Any
 from snodo.protocol import errors, jsonrpc
 from snodo.protocol.errors import McpError
 from snodo.server import Runtime
-from snodo.server.stdio import serve_stdio
+from snodo.server.stdio_server import serve_stdio
 from snodo.transports.base import ConnectOptions, RequestOptions
 
 #: Bound on joining the server thread at close (seconds).

@@ -1,4 +1,4 @@
-"""The HTTP client against a raw-socket server that misbehaves on purpose (tests/http_fault_server.py).
+"""The HTTP client against a raw-socket server that misbehaves on purpose (tests/support/http_fault_server.py).
 
 Rules: "Transport behavior • HTTP" (one POST per request; JSON and event-stream responses; an
 event stream read as it arrives, returning at the event that carries the response;
@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 import snodo
-from tests.http_fault_server import (
+from tests.support.http_fault_server import (
     ELICIT_FORM,
     JSON_HEADERS,
     LATEST,

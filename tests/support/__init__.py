@@ -1,0 +1,1 @@
+"""Helpers shared by the tests: servers, leak checks, recorders and schema checks."""
