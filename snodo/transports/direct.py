@@ -20,13 +20,18 @@ from typing import TYPE_CHECKING, Any
 
 from snodo.protocol import errors, jsonrpc
 from snodo.protocol.errors import McpError
-from snodo.transports.base import RequestOptions, ServerRequestHandler
+from snodo.transports.base import (
+    BaseTransport,
+    CacheIdentity,
+    RequestOptions,
+    ServerRequestHandler,
+    TransportTraits,
+)
 from snodo.transports.listening import (
     Listening,
+    SessionFanout,
     StreamRoute,
     SubscriptionSink,
-    deliver_session_notification,
-    end_session_subscriptions,
     ended_before_ack,
 )
 
@@ -114,13 +119,17 @@ class _TaskCall:
             raise errors.internal_error("The client's input handler raised")
 
 
-class DirectTransport:
+class DirectTransport(BaseTransport):
     """Serves one client from a Runtime in this process."""
+
+    traits = TransportTraits()
 
     def __init__(self, runtime: Runtime) -> None:
         from snodo.server import Peer, ServerSession
 
         self._runtime = runtime
+        #: The session-era notifications of this connection, fanned out to subscriptions.
+        self.session_events: SessionFanout = SessionFanout()
         self._peer: Peer = Peer(
             kind="direct", session=ServerSession(), server_request=self._server_request
         )
@@ -186,7 +195,7 @@ class DirectTransport:
         from snodo.server.subscriptions import open_session_channel
 
         def emit(note: dict[str, Any]) -> None:
-            deliver_session_notification(self, note["method"], note.get("params"))
+            self.session_events.deliver(note["method"], note.get("params"))
 
         open_session_channel(self._runtime, self._peer.session, emit)
 
@@ -214,7 +223,7 @@ class DirectTransport:
                 self._peer,
             )
         close_session_channel(self._peer.session)
-        end_session_subscriptions(self, errors.connection_error("Connection closed"))
+        self.session_events.end_all(errors.connection_error("Connection closed"))
 
     def _cache_namespace(self) -> tuple[str, int]:
         """Clients of the same Runtime share public results."""
@@ -225,6 +234,10 @@ class DirectTransport:
     def _cache_credential(self) -> str:
         """No credentials in process, and no session id: one private partition per Runtime."""
         return "direct"
+
+    def cache_identity(self) -> CacheIdentity:
+        """Clients of the same Runtime share public results; one private partition per Runtime."""
+        return CacheIdentity(self._cache_namespace(), self._cache_credential)
 
     def _server_request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         call: _InlineCall | _TaskCall | None = getattr(_current, "call", None)

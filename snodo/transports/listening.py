@@ -1,5 +1,5 @@
 """What transports share for subscriptions: the sink they feed, the handle they return, the
-client side of one listen stream (:class:`StreamRoute`) and the initialize-era fan-out of a
+client side of one listen stream (:class:`StreamRoute`) and the session-era fan-out of a
 session's notifications (:class:`SessionFanout`).
 
 A transport with ``listen(message, options, sink) -> Listening`` can serve
@@ -122,8 +122,11 @@ class StreamRoute:
 
 
 class SessionFanout:
-    """Initialize era: a session's unsolicited notifications, fanned out to the subscriptions
-    whose filter asked for them (``snodo.protocol.subscriptions.matches``)."""
+    """Session era: a session's unsolicited notifications, fanned out to the subscriptions
+    whose filter asked for them (``snodo.protocol.subscriptions.matches``).
+
+    A session-era transport makes one in its constructor as ``session_events``, feeds it with
+    :meth:`deliver` and ends it with :meth:`end_all` when the connection ends."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -165,17 +168,21 @@ class SessionFanout:
             self._uris = +self._uris
         return gone
 
-    def deliver(self, method: str, params: dict[str, Any] | None) -> None:
-        """A session notification: to every subscription that asked for it."""
+    def deliver(self, method: str, params: object) -> None:
+        """A session notification: to every subscription that asked for it (params not a dict:
+        none)."""
         if not self._subs:
             return
+        given = params if isinstance(params, dict) else None
         with self._lock:
             targets = [
-                sink for accepted, sink in self._subs.values() if _wants(accepted, method, params)
+                sink
+                for accepted, sink in self._subs.values()
+                if subs.matches(accepted, method, given)
             ]
         for sink in targets:
             try:
-                sink.notification(method, params if params is not None else {})
+                sink.notification(method, given if given is not None else {})
             except Exception:
                 _log.exception("a subscription sink failed")
 
@@ -192,31 +199,10 @@ class SessionFanout:
                 _log.exception("a subscription sink failed")
 
 
-def _wants(accepted: dict[str, Any], method: str, params: dict[str, Any] | None) -> bool:
-    return subs.matches(accepted, method, params)
-
-
-_fanout_lock = threading.Lock()
-
-
 def session_fanout(transport: object) -> SessionFanout:
-    """The transport's session fan-out, made on first use (stdio, HTTP and direct feed it)."""
-    with _fanout_lock:
-        fanout: SessionFanout | None = getattr(transport, "_session_fanout", None)
-        if fanout is None:
-            fanout = SessionFanout()
-            transport._session_fanout = fanout  # type: ignore[attr-defined]
-        return fanout
+    """The transport's ``session_events`` (a fresh, unfed fan-out for a transport with none).
 
-
-def deliver_session_notification(transport: object, method: str, params: Any) -> None:
-    """Hand an initialize-era notification to the transport's fan-out, if anyone listens."""
-    fanout: SessionFanout | None = getattr(transport, "_session_fanout", None)
-    if fanout is not None:
-        fanout.deliver(method, params if isinstance(params, dict) else None)
-
-
-def end_session_subscriptions(transport: object, error: McpError | None) -> None:
-    fanout: SessionFanout | None = getattr(transport, "_session_fanout", None)
-    if fanout is not None:
-        fanout.end_all(error)
+    Kept while the client moves to ``base.session_events_of``; removed once nothing calls it.
+    """
+    fanout: SessionFanout | None = getattr(transport, "session_events", None)
+    return fanout if fanout is not None else SessionFanout()

@@ -34,14 +34,19 @@ from snodo.protocol.framing import LineFramer, Oversized
 from snodo.supervision import ChildSpec, Owner, Watch, watch
 from snodo.supervision.pooled import PooledActor
 from snodo.transports import process
-from snodo.transports.base import RequestOptions, ServerRequestHandler
+from snodo.transports.base import (
+    BaseTransport,
+    CacheIdentity,
+    RequestOptions,
+    ServerRequestHandler,
+    TransportTraits,
+)
 from snodo.transports.io_hub import READ_SIZE, hub
 from snodo.transports.listening import (
     Listening,
+    SessionFanout,
     StreamRoute,
     SubscriptionSink,
-    deliver_session_notification,
-    end_session_subscriptions,
 )
 from snodo.transports.targets import Stdio
 
@@ -104,8 +109,10 @@ class ConnectionOwner(PooledActor):
         self._connection._close_async("the connection owner crashed")
 
 
-class StdioTransport:
+class StdioTransport(BaseTransport):
     """A running stdio server and the client's side of its JSON-RPC stream."""
+
+    traits = TransportTraits()
 
     def __init__(
         self,
@@ -119,6 +126,8 @@ class StdioTransport:
         owner: Owner | None = None,
     ) -> None:
         self.target = target
+        #: The session-era notifications of this connection, fanned out to subscriptions.
+        self.session_events: SessionFanout = SessionFanout()
         self._framer = LineFramer(max_line_bytes)
         self._stderr_framer = LineFramer(STDERR_LINE_BYTES)
         self._pending: dict[Any, _Call] = {}
@@ -195,6 +204,10 @@ class StdioTransport:
     def _cache_credential(self) -> str:
         """The process is the partition; stdio carries no credentials or session id."""
         return "stdio"
+
+    def cache_identity(self) -> CacheIdentity:
+        """Each server process is a namespace of its own and one private partition."""
+        return CacheIdentity(self._cache_namespace(), self._cache_credential)
 
     # -- Transport protocol ------------------------------------------------------------------
 
@@ -286,7 +299,7 @@ class StdioTransport:
             self._listens.clear()
         for route in routes:
             route.end(_copy(error))
-        end_session_subscriptions(self, _copy(error))
+        self.session_events.end_all(_copy(error))
 
     def notify(self, message: dict[str, Any], options: RequestOptions) -> None:
         """Write a notification."""
@@ -883,7 +896,7 @@ class StdioTransport:
             call.inbox.put(("progress", params))
             return
         _log.debug("notification", connection=self.name, method=method)
-        deliver_session_notification(self, method, params)
+        self.session_events.deliver(method, params)
 
     def _on_server_request(
         self, request_id: Any, method: str, params: dict[str, Any] | None, message: dict[str, Any]

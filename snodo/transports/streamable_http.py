@@ -25,13 +25,18 @@ from snodo.protocol.errors import McpError
 from snodo.protocol.headers import check_user_headers, filter_tools, mcp_headers
 from snodo.protocol.sse import EventTooLarge, SseParser
 from snodo.transports import http_wire
-from snodo.transports.base import RequestOptions, ServerRequestHandler
+from snodo.transports.base import (
+    BaseTransport,
+    CacheIdentity,
+    RequestOptions,
+    ServerRequestHandler,
+    TransportTraits,
+)
 from snodo.transports.http_wire import WireError
 from snodo.transports.listening import (
     Listening,
+    SessionFanout,
     SubscriptionSink,
-    deliver_session_notification,
-    end_session_subscriptions,
 )
 from snodo.transports.sent_credentials import SentCredentials
 from snodo.transports.targets import Http
@@ -202,12 +207,14 @@ class _Watchdog:
             self._timer = None
 
 
-class HttpTransport:
+class HttpTransport(BaseTransport):
     """One MCP endpoint over Streamable HTTP."""
 
-    #: The client filters tools with invalid x-mcp-header annotations and retries on -32020.
+    #: Mcp-Name/Mcp-Param-* headers from tool definitions (the client filters listed tools and
+    #: retries a -32020 once); close() sends the session's DELETE itself.
+    traits = TransportTraits(header_policy=True, deletes_session_on_close=True)
+    #: Old spellings of the traits, kept while the client moves to ``traits_of``.
     tool_headers = True
-    #: close() sends the session's DELETE itself (the client does not call delete_session).
     deletes_session_on_close = True
 
     def __init__(
@@ -224,6 +231,8 @@ class HttpTransport:
         standard_headers: bool = False,
     ) -> None:
         self.target = target
+        #: The session-era notifications of this connection, fanned out to subscriptions.
+        self.session_events: SessionFanout = SessionFanout()
         #: Send Mcp-Method/Mcp-Name on initialize-era POSTs too (a client that also speaks
         #: 2026-07-28 announces SEP-2243 routing headers on every POST, fallback included).
         self.standard_headers = standard_headers
@@ -417,7 +426,7 @@ class HttpTransport:
         if listener is not None:
             listener.join(LISTENER_STOP)
         self.delete_session()
-        end_session_subscriptions(self, errors.connection_error("Connection closed"))
+        self.session_events.end_all(errors.connection_error("Connection closed"))
         self._pool.release(self.url)  # the last client of the URL closes its idle connections
 
     # -- cache identity (hashed; see snodo.protocol.caching) -------------------------------------
@@ -441,6 +450,10 @@ class HttpTransport:
         )
         self._credential = (token, self.session_id, value)
         return value
+
+    def cache_identity(self) -> CacheIdentity:
+        """The public namespace of the endpoint; the private partition of the next request."""
+        return CacheIdentity(self._cache_namespace(), self._cache_credential)
 
     # -- internals -----------------------------------------------------------------------------
 
@@ -505,7 +518,7 @@ class HttpTransport:
                             self._serve(item, options)
                         else:
                             _log.debug("notification", method=item["method"])
-                            deliver_session_notification(self, item["method"], item.get("params"))
+                            self.session_events.deliver(item["method"], item.get("params"))
             except Exception as exc:  # a broken stream, or close() shutting it down
                 _log.info(
                     "standalone stream broke off", url=self.url, error=self.redacted(repr(exc))
@@ -519,8 +532,7 @@ class HttpTransport:
             if not self._closed:
                 self._wait_closing(retry_ms / 1000.0)
         if not self._closed:  # the stream could not be resumed: session subscriptions end
-            end_session_subscriptions(
-                self,
+            self.session_events.end_all(
                 errors.connection_error(
                     "The session's event stream is gone", cause=("standalone_stream",)
                 ),
@@ -920,7 +932,7 @@ class HttpTransport:
                         if params.get("progressToken") == request_id and options.on_progress:
                             on_progress(params)
                     else:
-                        deliver_session_notification(self, item["method"], item.get("params"))
+                        self.session_events.deliver(item["method"], item.get("params"))
         except BaseException:
             _discard(response)
             raise
