@@ -12,6 +12,7 @@ from typing import Any
 
 import pykka
 import pytest
+import structlog
 from pykka import ActorRef
 
 from snodo.supervision import (
@@ -42,6 +43,7 @@ from snodo.supervision import (
     stop,
     unlink,
 )
+from snodo.supervision.core import proc_of
 
 WAIT = 5.0  # generous deadline for things that should happen at once
 
@@ -406,7 +408,7 @@ def test_a_dead_watchers_monitors_are_removed_from_the_target(events: queue.Queu
     watcher = Probe.start(events)
     monitor(watcher, target)
     assert stop(watcher, timeout=WAIT)
-    assert not target._snodo_proc.monitors  # type: ignore[attr-defined]
+    assert not proc_of(target).monitors
     assert stop(target, timeout=WAIT)
 
 
@@ -542,7 +544,7 @@ def test_actor_conveniences_and_logger_binding(
     class Linker(Actor):
         def on_receive(self, message: Any) -> Any:
             self.link(message)
-            return self.log._context  # bound in __init__, before on_start
+            return structlog.get_context(self.log)  # bound in __init__, before on_start
 
     w = Linker.start()
     context = call(w, probe, WAIT)

@@ -60,6 +60,7 @@ from snodo.supervision import (
     unlink,
     which_children,
 )
+from snodo.supervision.core import proc_of
 
 WAIT = 5.0  # generous deadline for things that should happen at once
 
@@ -761,7 +762,7 @@ def test_an_ended_pooled_actor_is_not_kept_alive() -> None:
     dispatcher = Dispatcher(workers=1, name="gc-pool")
     ref = on(dispatcher, Worker).start()
     assert call(ref, "hi", WAIT) == "hi"
-    actor = ref._snodo_proc.actor  # a weakref
+    actor = proc_of(ref).actor  # a weakref
     assert actor() is not None
     assert stop(ref, timeout=WAIT)
     done: queue.Queue[bool] = queue.Queue(maxsize=1)

@@ -36,6 +36,7 @@ from snodo.supervision import (
     service_threads,
     stop,
 )
+from snodo.supervision.core import proc_of
 
 WAIT = 5.0
 
@@ -148,7 +149,7 @@ def test_send_after_to_a_dead_actor_is_dropped(
     assert join(doomed, WAIT)
     assert not active(pending)  # cancelled by the actor's end
     assert service.pending() == 0
-    assert not doomed._snodo_proc.callbacks  # type: ignore[attr-defined]
+    assert not proc_of(doomed).callbacks
 
     plain = pykka.ThreadingActor.start()  # not a snodo actor: dropped at the deadline
     plain.stop()
@@ -166,10 +167,10 @@ def test_a_fired_send_after_leaves_no_exit_callback_behind(
     assert out.get(timeout=WAIT) == "hi"
     call(target, lambda actor: None, WAIT)
     assert not active(timer)
-    assert not target._snodo_proc.callbacks  # type: ignore[attr-defined]
+    assert not proc_of(target).callbacks
     cancelled = service.send_after(target, "no", 10.0)
     assert cancelled.cancel()
-    assert not target._snodo_proc.callbacks  # type: ignore[attr-defined]
+    assert not proc_of(target).callbacks
     assert stop(target, timeout=WAIT)
 
 

@@ -5,14 +5,15 @@
 * ``PooledActor``: the same semantics with no thread of its own; its turns run on a shared
   ``Dispatcher`` of a few workers (``pooled.py``). Its handlers must not block.
 * ``send_after``, ``call_later``: the process-wide timer service (``timers.py``).
-* ``service_threads()``: the pool workers and the timer thread, shared by the process.
+* ``service_threads()``: the pool workers and the timer thread, shared by the process
+  (``core.py``, which also holds what the modules share: the package's internal API).
 * ``Supervisor``, ``ChildSpec``: restart strategies and intensity (``supervisor.py``).
 * ``root()``, ``connections()``: the lazily started process-wide tree (``root.py``).
 * ``current_owner()``, ``watch()``: who opened something, and a callback when it ends
   (``owner.py``).
 
 Everything that waits takes a deadline. What depends on Pykka internals is listed in the
-docstrings of ``actor.py`` and ``_inbox.py``.
+docstrings of ``actor.py``, ``pooled.py`` and ``inbox.py``.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from snodo.supervision.actor import (
     Actor,
     Registry,
     call,
-    current_actor,
     demonitor,
     exit_reason,
     join,
@@ -33,6 +33,7 @@ from snodo.supervision.actor import (
     stop_all,
     unlink,
 )
+from snodo.supervision.core import current_actor, service_threads
 from snodo.supervision.owner import (
     Owner,
     OwnerKind,
@@ -42,12 +43,7 @@ from snodo.supervision.owner import (
     owner_of,
     watch,
 )
-from snodo.supervision.pooled import (
-    Dispatcher,
-    PooledActor,
-    default_dispatcher,
-    service_threads,
-)
+from snodo.supervision.pooled import Dispatcher, PooledActor, default_dispatcher
 from snodo.supervision.reasons import (
     KILLED,
     NORMAL,

@@ -57,7 +57,7 @@ Pykka internals relied on (pin ``pykka>=4.4,<4.6``; checked identical in 4.4.0-4
 * ``Actor.start`` is re-implemented (build, register, ``_start_actor_loop``) to use
   snodo's registry instead of ``ActorRegistry``.
 * Each actor has exactly one ``ActorRef`` object (made in ``Actor.__init__``); snodo
-  keeps its per-actor state on it as the attribute ``_snodo_proc``.
+  keeps its per-actor state on it as the attribute ``_snodo_proc`` (``core.py``).
 """
 
 from __future__ import annotations
@@ -65,7 +65,6 @@ from __future__ import annotations
 import queue
 import threading
 import time
-import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast, overload
@@ -73,11 +72,21 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast, overload
 import pykka
 import structlog
 from pykka import ActorRef, ThreadingFuture
-from pykka._envelope import Envelope
-from pykka.messages import _ActorStop
+from pykka._envelope import Envelope  # noqa: PLC2701  # Pykka's message carrier (see above)
+from pykka.messages import _ActorStop  # noqa: PLC2701  # what ref.stop() sends (see above)
 
 from snodo._log import get_logger
-from snodo.supervision._inbox import CONTROL_TYPES, Inbox, KillSignal, StopSignal, reject
+from snodo.supervision.core import (
+    PROC_ATTR,
+    Ending,
+    ExcInfo,
+    Proc,
+    current_actor,
+    exc_info,
+    proc_of,
+    running,
+)
+from snodo.supervision.inbox import CONTROL_TYPES, Inbox, KillSignal, StopSignal, reject
 from snodo.supervision.reasons import (
     KILLED,
     NORMAL,
@@ -94,8 +103,6 @@ from snodo.supervision.reasons import (
 )
 
 if TYPE_CHECKING:
-    from types import TracebackType
-
     from typing_extensions import Self
 
 
@@ -103,7 +110,6 @@ __all__ = [
     "Actor",
     "Registry",
     "call",
-    "current_actor",
     "demonitor",
     "exit_reason",
     "join",
@@ -116,55 +122,15 @@ __all__ = [
     "unlink",
 ]
 
-A = TypeVar("A", bound=pykka.Actor)
-T = TypeVar("T")
-
-_ExcInfo = tuple[type[BaseException], BaseException, "TracebackType | None"]
-_Ending = tuple[Reason, "_ExcInfo | None"]  # an exit reason, and the failure if own code raised
+_A = TypeVar("_A", bound=pykka.Actor)
+_T = TypeVar("_T")
 
 _logger = get_logger("snodo.supervision")
-_current = threading.local()  # .ref: the snodo actor whose loop runs in this thread/greenlet
-_PROC_ATTR = "_snodo_proc"
 _KILL_JOIN = 1.0  # registry.stop_all: how long to wait after a kill
 
 
-class _Proc:
-    """Per-actor supervision state, shared by all threads and guarded by ``lock``."""
-
-    __slots__ = (
-        "actor",
-        "callbacks",
-        "exited",
-        "links",
-        "lock",
-        "monitors",
-        "name",
-        "reason",
-        "watching",
-    )
-
-    def __init__(self, actor: Actor) -> None:
-        self.actor: weakref.ref[Actor] = weakref.ref(actor)
-        self.name = str(actor)
-        self.lock = threading.Lock()
-        self.links: dict[str, ActorRef[Any]] = {}  # urn -> linked ref
-        self.monitors: dict[MonitorRef, None] = {}  # monitors on this actor, in order
-        self.watching: dict[MonitorRef, None] = {}  # monitors it holds (no Down yet)
-        self.callbacks: dict[object, Callable[[Reason], None]] = {}
-        self.reason: Reason | None = None  # set once, when the actor has ended
-        self.exited = threading.Event()  # set after every Exit/Down has been sent
-
-
-def _proc_of(ref: ActorRef[Any]) -> _Proc:
-    proc = getattr(ref, _PROC_ATTR, None)
-    if proc is None:
-        msg = f"{ref!r} is not a snodo.supervision.Actor"
-        raise TypeError(msg)
-    return cast("_Proc", proc)
-
-
 @contextmanager
-def _both(a: _Proc, b: _Proc) -> Iterator[None]:
+def _both(a: Proc, b: Proc) -> Iterator[None]:
     """Hold two actors' locks, always taken in the same order (no lock-order deadlock)."""
     if a is b:
         with a.lock:
@@ -180,7 +146,7 @@ def _deliver(ref: ActorRef[Any], message: Exit | Down) -> None:
     ref.actor_inbox.put_control(Envelope(message))  # type: ignore[attr-defined]
 
 
-class _Call:
+class _RunInActor:
     """Message of ``call(ref, fn)``: run ``fn(actor)`` in the actor and answer its result."""
 
     __slots__ = ("fn",)
@@ -199,11 +165,13 @@ class Registry:
         self._lock = threading.Lock()
         self._refs: dict[str, ActorRef[Any]] = {}
 
-    def _add(self, ref: ActorRef[Any]) -> None:
+    def add(self, ref: ActorRef[Any]) -> None:
+        """Index a starting actor (``Actor.start`` does; not for applications)."""
         with self._lock:
             self._refs[ref.actor_urn] = ref
 
-    def _remove(self, urn: str) -> None:
+    def remove(self, urn: str) -> None:
+        """Drop an ended actor (its teardown does; not for applications)."""
         with self._lock:
             self._refs.pop(urn, None)
 
@@ -232,7 +200,7 @@ class Registry:
             if not stop(ref, SHUTDOWN, timeout=remaining):
                 kill(ref)
                 join(ref, min(_KILL_JOIN, max(0.0, deadline - time.monotonic())))
-        return all(_proc_of(ref).exited.is_set() for ref in self.all()) and not self._refs
+        return all(proc_of(ref).exited.is_set() for ref in self.all()) and not self._refs
 
 
 registry = Registry()
@@ -242,11 +210,6 @@ registry = Registry()
 def stop_all(timeout: float = 5.0) -> bool:
     """Stop every running snodo actor within ``timeout`` (see ``Registry.stop_all``)."""
     return registry.stop_all(timeout)
-
-
-def current_actor() -> ActorRef[Any] | None:
-    """The snodo actor whose loop runs in the current thread or greenlet, else None."""
-    return cast("ActorRef[Any] | None", getattr(_current, "ref", None))
 
 
 class Actor(pykka.ThreadingActor):
@@ -268,13 +231,13 @@ class Actor(pykka.ThreadingActor):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._snodo = _Proc(self)
-        setattr(self.actor_ref, _PROC_ATTR, self._snodo)
+        self._snodo = Proc(self)
+        setattr(self.actor_ref, PROC_ATTR, self._snodo)
         self._snodo_stop_replies: list[pykka.Future[Any]] = []
         self.log = _logger.bind(actor=type(self).__name__, urn=self.actor_urn)
 
     def _create_actor_inbox(self) -> Inbox:  # type: ignore[override]
-        """Pykka hook: the bounded inbox (see ``_inbox.py``)."""
+        """Pykka hook: the bounded inbox (see ``inbox.py``)."""
         return Inbox(self.inbox_size, self.inbox_put_timeout, str(self))
 
     @classmethod
@@ -282,7 +245,7 @@ class Actor(pykka.ThreadingActor):
         """Build the actor, register it in snodo's registry, and start its thread."""
         obj = cls(*args, **kwargs)
         ref = obj.actor_ref
-        registry._add(ref)
+        registry.add(ref)
         try:
             obj._start_actor_loop()
         except BaseException as exc:  # e.g. "can't start new thread"
@@ -323,8 +286,8 @@ class Actor(pykka.ThreadingActor):
 
     def _actor_loop(self) -> None:
         """Run on_start and the receive loop; every way out goes through ``_snodo_terminate``."""
-        _current.ref = self.actor_ref
-        ending: _Ending = (KILLED, None)
+        running.ref = self.actor_ref
+        ending: Ending = (KILLED, None)
         try:
             found = self._snodo_setup()
             inbox = self.actor_inbox
@@ -332,23 +295,23 @@ class Actor(pykka.ThreadingActor):
                 found = self._snodo_handle(inbox.get())
             ending = found
         except BaseException as exc:  # a GreenletExit thrown into the idle wait, say
-            ending = (Crash(exc), _exc_info(exc))
+            ending = (Crash(exc), exc_info(exc))
         finally:
             try:
                 self._snodo_terminate(*ending)
             finally:
-                _current.ref = None
+                running.ref = None
 
-    def _snodo_setup(self) -> _Ending | None:
+    def _snodo_setup(self) -> Ending | None:
         """Bind the log context and run ``on_start``; the actor's ending if it failed."""
         try:
             structlog.contextvars.bind_contextvars(actor=type(self).__name__, urn=self.actor_urn)
             self.on_start()
         except BaseException as exc:
-            return Crash(exc), _exc_info(exc)
+            return Crash(exc), exc_info(exc)
         return None
 
-    def _snodo_handle(self, envelope: Envelope[Any]) -> _Ending | None:
+    def _snodo_handle(self, envelope: Envelope[Any]) -> Ending | None:
         """Handle one envelope; the actor's ending if it must end now, else None."""
         message = envelope.message
         reply_to = envelope.reply_to
@@ -368,20 +331,20 @@ class Actor(pykka.ThreadingActor):
                     self._snodo_handle_down(cast("Down", message))
                     ending = None
             except BaseException as exc:
-                return Crash(exc), _exc_info(exc)
+                return Crash(exc), exc_info(exc)
             if reply_to is not None:
                 reply_to.set(None)
             if ending is not None:
                 return ending, None
             return None
         try:
-            if isinstance(message, _Call):
+            if isinstance(message, _RunInActor):
                 result = message.fn(self)
             else:
                 result = self._handle_receive(message)
         except Exception as exc:
             if reply_to is None:
-                return Crash(exc), _exc_info(exc)
+                return Crash(exc), exc_info(exc)
             reply_to.set_exception()  # an ask: the caller gets it, the actor lives on
         except BaseException as exc:
             if reply_to is not None:
@@ -389,7 +352,7 @@ class Actor(pykka.ThreadingActor):
                 crashed = ActorCrashed(text, Crash(exc))
                 crashed.__cause__ = exc
                 reply_to.set_exception((ActorCrashed, crashed, None))
-            return Crash(exc), _exc_info(exc)
+            return Crash(exc), exc_info(exc)
         else:
             if reply_to is not None:
                 reply_to.set(result)
@@ -417,7 +380,7 @@ class Actor(pykka.ThreadingActor):
         if active:
             self.on_down(mref, message.ref, message.reason)
 
-    def _snodo_terminate(self, reason: Reason, failure: _ExcInfo | None) -> None:
+    def _snodo_terminate(self, reason: Reason, failure: ExcInfo | None) -> None:
         """End the actor once: close the inbox, run the hook, send Exit/Down, unregister."""
         proc = self._snodo
         try:
@@ -438,9 +401,9 @@ class Actor(pykka.ThreadingActor):
                 proc.watching.clear()
                 callbacks = list(proc.callbacks.values())
                 proc.callbacks.clear()
-            registry._remove(self.actor_urn)
+            registry.remove(self.actor_urn)
             for mref in watching:  # this actor's own monitors on others end with it
-                target = _proc_of(mref.target)
+                target = proc_of(mref.target)
                 with target.lock:
                     target.monitors.pop(mref, None)
             for ref in links:
@@ -461,7 +424,7 @@ class Actor(pykka.ThreadingActor):
         finally:
             if proc.reason is None:
                 proc.reason = reason
-            registry._remove(self.actor_urn)
+            registry.remove(self.actor_urn)
             proc.exited.set()
             for future in self._snodo_stop_replies:
                 try:
@@ -469,7 +432,7 @@ class Actor(pykka.ThreadingActor):
                 except Exception:
                     pass
 
-    def _snodo_exit_hook(self, reason: Reason, failure: _ExcInfo | None) -> Reason:
+    def _snodo_exit_hook(self, reason: Reason, failure: ExcInfo | None) -> Reason:
         """Run ``on_failure`` after a crash of own code, else ``on_stop``."""
         if failure is not None:
             try:
@@ -485,15 +448,11 @@ class Actor(pykka.ThreadingActor):
                 return Crash(exc)
         return reason
 
-    def _snodo_log_exit(self, reason: Reason, failure: _ExcInfo | None) -> None:
+    def _snodo_log_exit(self, reason: Reason, failure: ExcInfo | None) -> None:
         if failure is not None:
             self.log.error("actor crashed", reason=str(reason), exc_info=failure)
         elif reason != NORMAL and reason != SHUTDOWN:
             self.log.warning("actor exited", reason=str(reason))
-
-
-def _exc_info(exc: BaseException) -> _ExcInfo:
-    return (type(exc), exc, exc.__traceback__)
 
 
 # -- links and monitors ------------------------------------------------------------------
@@ -507,7 +466,7 @@ def link(a: ActorRef[Any], b: ActorRef[Any]) -> None:
     once, with the reason it ended with (Erlang sends ``noproc``; the real reason tells
     a supervisor more). Linking is idempotent; linking an actor to itself does nothing.
     """
-    pa, pb = _proc_of(a), _proc_of(b)
+    pa, pb = proc_of(a), proc_of(b)
     if pa is pb:
         return
     with _both(pa, pb):
@@ -524,7 +483,7 @@ def link(a: ActorRef[Any], b: ActorRef[Any]) -> None:
 
 def unlink(a: ActorRef[Any], b: ActorRef[Any]) -> None:
     """Remove the link between ``a`` and ``b``; an exit already in flight is then ignored."""
-    pa, pb = _proc_of(a), _proc_of(b)
+    pa, pb = proc_of(a), proc_of(b)
     with _both(pa, pb):
         pa.links.pop(b.actor_urn, None)
         pb.links.pop(a.actor_urn, None)
@@ -536,7 +495,7 @@ def monitor(watcher: ActorRef[Any], target: ActorRef[Any]) -> MonitorRef:
     Monitoring an actor that has already ended delivers the ``Down`` at once, with its
     exit reason. Each call makes a new, independent monitor.
     """
-    pw, pt = _proc_of(watcher), _proc_of(target)
+    pw, pt = proc_of(watcher), proc_of(target)
     mref = MonitorRef(watcher, target)
     with _both(pw, pt):
         ended = pt.reason
@@ -551,34 +510,10 @@ def monitor(watcher: ActorRef[Any], target: ActorRef[Any]) -> MonitorRef:
 
 def demonitor(monitor_ref: MonitorRef) -> None:
     """Cancel a monitor; a ``Down`` already queued for it is dropped."""
-    pw, pt = _proc_of(monitor_ref.watcher), _proc_of(monitor_ref.target)
+    pw, pt = proc_of(monitor_ref.watcher), proc_of(monitor_ref.target)
     with _both(pw, pt):
         pt.monitors.pop(monitor_ref, None)
         pw.watching.pop(monitor_ref, None)
-
-
-def _add_exit_callback(
-    ref: ActorRef[Any], callback: Callable[[Reason], None]
-) -> Callable[[], bool]:
-    """Call ``callback(reason)`` when ``ref`` ends (at once if it has); returns a canceller.
-
-    The callback runs in the ending actor's thread, after its hooks; keep it short.
-    The canceller returns True if it removed a callback that had not run.
-    """
-    proc = _proc_of(ref)
-    key = object()
-    with proc.lock:
-        ended = proc.reason
-        if ended is None:
-            proc.callbacks[key] = callback
-
-    def cancel() -> bool:
-        with proc.lock:
-            return proc.callbacks.pop(key, None) is not None
-
-    if ended is not None:
-        callback(ended)
-    return cancel
 
 
 # -- stopping and calling ----------------------------------------------------------------
@@ -591,7 +526,7 @@ def stop(ref: ActorRef[Any], reason: Reason = SHUTDOWN, timeout: float = 5.0) ->
     stop or any other cause) and has sent its exit signals, False if it is still running.
     From inside the actor itself it only queues the stop and returns False.
     """
-    proc = _proc_of(ref)
+    proc = proc_of(ref)
     if proc.exited.is_set():
         return True
     ref.actor_inbox.put_control(Envelope(StopSignal(reason)))  # type: ignore[attr-defined]
@@ -608,7 +543,7 @@ def kill(ref: ActorRef[Any]) -> None:
     A handler blocked forever cannot be interrupted in a thread; ``join`` bounds the wait.
     Does not wait; a no-op on an actor that is already ending.
     """
-    proc = _proc_of(ref)
+    proc = proc_of(ref)
     dropped = ref.actor_inbox.kill(Envelope(KillSignal()))  # type: ignore[attr-defined]
     if dropped is None:
         return
@@ -619,16 +554,16 @@ def kill(ref: ActorRef[Any]) -> None:
 
 def join(ref: ActorRef[Any], timeout: float) -> bool:
     """Wait at most ``timeout`` seconds for the actor to end; True if it has."""
-    return _proc_of(ref).exited.wait(timeout)
+    return proc_of(ref).exited.wait(timeout)
 
 
 def exit_reason(ref: ActorRef[Any]) -> Reason | None:
     """The reason the actor ended with, or None while it runs."""
-    return _proc_of(ref).reason
+    return proc_of(ref).reason
 
 
 @overload
-def call(ref: ActorRef[A], message: Callable[[A], T], timeout: float) -> T: ...
+def call(ref: ActorRef[_A], message: Callable[[_A], _T], timeout: float) -> _T: ...
 
 
 @overload
@@ -652,8 +587,8 @@ def call(ref: ActorRef[Any], message: Any, timeout: float) -> Any:
     deadline = time.monotonic() + timeout
     future: ThreadingFuture[Any] = ThreadingFuture()
     if callable(message):
-        _proc_of(ref)  # TypeError: only snodo actors run callables
-        message = _Call(message)
+        proc_of(ref)  # TypeError: only snodo actors run callables
+        message = _RunInActor(message)
     if not ref.is_alive():
         msg = f"{ref} is not running"
         raise ActorDead(msg)

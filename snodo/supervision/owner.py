@@ -40,16 +40,14 @@ import threading
 import weakref
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 import pykka
 
 from snodo._log import get_logger
-from snodo.supervision.actor import _add_exit_callback, _proc_of, current_actor, exit_reason
+from snodo.supervision.actor import exit_reason
+from snodo.supervision.core import add_exit_callback, current_actor, proc_of
 from snodo.supervision.reasons import KILLED, NORMAL, Crash, Reason
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["Owner", "OwnerKind", "Watch", "current_owner", "green_mode", "owner_of", "watch"]
 
@@ -72,7 +70,7 @@ def green_mode() -> bool:
 # -- the thread-end machinery ------------------------------------------------------------
 
 
-class _Dispatcher:
+class _ThreadEndWorker:
     """One daemon thread that runs thread-end callbacks, alive while thread watches exist."""
 
     def __init__(self) -> None:
@@ -123,50 +121,52 @@ class _Dispatcher:
                 _logger.exception("owner watch callback failed")
 
 
-_dispatcher = _Dispatcher()
+_end_worker = _ThreadEndWorker()
 
 
 class _ThreadEnd:
-    """Per-thread: the watches to fire when that thread ends."""
+    """Per-thread: the callbacks (each a watch's firing) to run when that thread ends."""
 
-    __slots__ = ("__weakref__", "ended", "ident", "lock", "name", "watches")
+    __slots__ = ("__weakref__", "callbacks", "ended", "ident", "lock", "name")
 
     def __init__(self, ident: int, name: str) -> None:
         self.ident = ident
         self.name = name
         self.lock = threading.Lock()
         self.ended = False
-        self.watches: dict[Watch, None] = {}
+        self.callbacks: dict[object, Callable[[Reason], None]] = {}
 
-    def add(self, w: Watch) -> bool:
+    def add(self, callback: Callable[[Reason], None]) -> object | None:
+        """Register ``callback``; its key, or None if the thread has already ended."""
+        key = object()
         with self.lock:
             if self.ended:
-                return False
-            self.watches[w] = None
-            return True
+                return None
+            self.callbacks[key] = callback
+            return key
 
-    def remove(self, w: Watch) -> bool:
+    def remove(self, key: object) -> bool:
         with self.lock:
-            return self.watches.pop(w, "gone") is None
+            return self.callbacks.pop(key, None) is not None
 
     def finalized(self) -> None:
         """The thread's locals were torn down: it has ended (or the interpreter exits)."""
         with self.lock:
             self.ended = True
-            watches = list(self.watches)
-            self.watches.clear()
-        if not watches:
+            callbacks = list(self.callbacks.values())
+            self.callbacks.clear()
+        if not callbacks:
             return
 
         def job() -> None:
-            for w in watches:
-                w._fire(NORMAL)
-            for _ in watches:
-                _dispatcher.release()
+            for callback in callbacks:
+                callback(NORMAL)
+            for _ in callbacks:
+                _end_worker.release()
 
         in_dying_thread = _os_get_ident() == self.ident and self.ident != _main_ident
         if in_dying_thread and not green_mode():
-            _dispatcher.post(job)
+            _end_worker.post(job)
         else:  # atexit, or gevent mode (see module docstring)
             job()
 
@@ -216,24 +216,26 @@ def _thread_end() -> _ThreadEnd:
 
 
 class Owner:
-    """Who owns something: ``kind`` and ``target`` (an ActorRef, a Greenlet, or a thread id)."""
+    """Who owns something: ``kind`` and ``target`` (an ActorRef, a Greenlet, or a thread id).
 
-    __slots__ = ("_end", "_key", "kind", "name", "target")
+    Owners are equal when they have the same ``kind`` and ``key``: the actor's supervision
+    state, the greenlet, or the thread's end record (a thread id can be reused; that
+    record cannot).
+    """
 
-    def __init__(
-        self, kind: OwnerKind, target: Any, name: str, key: object, end: _ThreadEnd | None = None
-    ) -> None:
+    __slots__ = ("key", "kind", "name", "target")
+
+    def __init__(self, kind: OwnerKind, target: Any, name: str, key: object) -> None:
         self.kind: OwnerKind = kind
         self.target = target
         self.name = name
-        self._key = key
-        self._end = end
+        self.key = key
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Owner) and self.kind == other.kind and self._key is other._key
+        return isinstance(other, Owner) and self.kind == other.kind and self.key is other.key
 
     def __hash__(self) -> int:
-        return hash((self.kind, id(self._key)))
+        return hash((self.kind, id(self.key)))
 
     def __repr__(self) -> str:
         return f"Owner({self.kind}: {self.name})"
@@ -244,15 +246,15 @@ class Owner:
             return exit_reason(self.target) is None
         if self.kind == "greenlet":
             return not bool(self.target.dead)
-        assert self._end is not None
-        return not self._end.ended
+        assert isinstance(self.key, _ThreadEnd)
+        return not self.key.ended
 
 
 def current_owner() -> Owner:
     """The owner of the calling code: snodo actor, else gevent greenlet, else OS thread."""
     ref = current_actor()
     if ref is not None:
-        return Owner("actor", ref, str(ref), _proc_of(ref))
+        return Owner("actor", ref, str(ref), proc_of(ref))
     if green_mode():
         import gevent
 
@@ -260,7 +262,7 @@ def current_owner() -> Owner:
         if isinstance(g, gevent.Greenlet):
             return Owner("greenlet", g, str(g), g)
     end = _thread_end()
-    return Owner("thread", end.ident, end.name, end, end)
+    return Owner("thread", end.ident, end.name, end)
 
 
 def owner_of(target: Any) -> Owner:
@@ -270,14 +272,14 @@ def owner_of(target: Any) -> Owner:
     pass ``threading.current_thread()`` from inside it, or use ``current_owner()`` there.
     """
     if isinstance(target, pykka.ActorRef):
-        return Owner("actor", target, str(target), _proc_of(target))
+        return Owner("actor", target, str(target), proc_of(target))
     gevent = sys.modules.get("gevent")
     if gevent is not None and isinstance(target, gevent.Greenlet):
         return Owner("greenlet", target, str(target), target)
     if isinstance(target, threading.Thread):
         if target is threading.current_thread() and not green_mode():
             end = _thread_end()
-            return Owner("thread", end.ident, end.name, end, end)
+            return Owner("thread", end.ident, end.name, end)
         msg = f"{target!r}: only the current thread can be named as an owner"
         raise ValueError(msg)
     msg = f"an owner is a snodo ActorRef, a gevent Greenlet or a thread, not {target!r}"
@@ -285,7 +287,10 @@ def owner_of(target: Any) -> Owner:
 
 
 class Watch:
-    """A pending ``callback(reason)`` for the end of an owner; fires at most once."""
+    """A pending ``callback(reason)`` for the end of an owner; fires at most once.
+
+    ``Watch(owner, callback)`` is ``watch(owner, callback)``: it is armed when made.
+    """
 
     __slots__ = ("__weakref__", "_callback", "_cancel", "_done", "_lock", "owner")
 
@@ -294,7 +299,7 @@ class Watch:
         self._callback = callback
         self._lock = threading.Lock()
         self._done = False
-        self._cancel: Callable[[], bool] = lambda: False
+        self._cancel: Callable[[], bool] = _on_end(owner, self._fire)
 
     @property
     def active(self) -> bool:
@@ -328,35 +333,38 @@ def watch(owner: Owner, callback: Callable[[Reason], None]) -> Watch:
     greenlet; threads, in the shared "snodo-owner-watch" thread. Keep it short (tell an
     actor, set an event); its exceptions are logged and dropped.
     """
-    w = Watch(owner, callback)
+    return Watch(owner, callback)
+
+
+def _on_end(owner: Owner, fire: Callable[[Reason], None]) -> Callable[[], bool]:
+    """Hook ``fire(reason)`` to the end of ``owner`` (at once if it has ended); a canceller."""
     if owner.kind == "actor":
-        w._cancel = _add_exit_callback(owner.target, w._fire)
-    elif owner.kind == "greenlet":
-        _watch_greenlet(w, owner.target)
-    else:
-        end = owner._end
-        assert end is not None
-        _dispatcher.hold()
-        if end.add(w):
+        return add_exit_callback(owner.target, fire)
+    if owner.kind == "greenlet":
+        return _on_greenlet_end(owner.target, fire)
+    end = owner.key
+    assert isinstance(end, _ThreadEnd)
+    _end_worker.hold()
+    key = end.add(fire)
+    if key is None:  # that thread has already ended
+        _end_worker.release()
+        fire(NORMAL)
+        return lambda: False
 
-            def cancel() -> bool:
-                removed = end.remove(w)
-                if removed:
-                    _dispatcher.release()
-                return removed
+    def cancel() -> bool:
+        removed = end.remove(key)
+        if removed:
+            _end_worker.release()
+        return removed
 
-            w._cancel = cancel
-        else:  # that thread has already ended
-            _dispatcher.release()
-            w._fire(NORMAL)
-    return w
+    return cancel
 
 
-def _watch_greenlet(w: Watch, glet: Any) -> None:
+def _on_greenlet_end(glet: Any, fire: Callable[[Reason], None]) -> Callable[[], bool]:
     import gevent
 
     def ended(g: Any) -> None:  # runs in the hub: hand over to a fresh greenlet
-        gevent.spawn_raw(w._fire, _greenlet_reason(g))
+        gevent.spawn_raw(fire, _greenlet_reason(g))
 
     glet.rawlink(ended)
 
@@ -364,7 +372,7 @@ def _watch_greenlet(w: Watch, glet: Any) -> None:
         glet.unlink(ended)
         return True
 
-    w._cancel = cancel
+    return cancel
 
 
 def _greenlet_reason(g: Any) -> Reason:

@@ -58,50 +58,23 @@ import contextvars
 import os
 import threading
 import time
-import weakref
 from collections import deque
 from collections.abc import Callable
 from itertools import count
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from snodo._log import get_logger
-from snodo.supervision._inbox import BaseInbox
-from snodo.supervision.actor import Actor, _current, _exc_info
+from snodo.supervision.actor import Actor
+from snodo.supervision.core import Ending, ExcInfo, exc_info, running, service_thread
+from snodo.supervision.inbox import BaseInbox
 from snodo.supervision.reasons import Crash, Reason
 
 if TYPE_CHECKING:
     from pykka._envelope import Envelope
 
-    from snodo.supervision.actor import _Ending, _ExcInfo
-
-__all__ = ["Dispatcher", "PooledActor", "default_dispatcher", "service_threads"]
+__all__ = ["Dispatcher", "PooledActor", "PooledInbox", "default_dispatcher"]
 
 _logger = get_logger("snodo.supervision")
-
-# -- service threads -----------------------------------------------------------------------
-
-_service_lock = threading.Lock()
-_service: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
-
-
-def service_threads() -> frozenset[threading.Thread]:
-    """The live threads (greenlets under gevent) that serve the whole process.
-
-    These are the ``Dispatcher`` workers and the timer thread (``timers.py``): shared
-    infrastructure, started lazily and ended when idle, not owned by any actor or
-    caller. A leak check of threads should ignore them.
-    """
-    with _service_lock:
-        return frozenset(t for t in _service if t.is_alive())
-
-
-def _service_thread(target: Callable[[], None], name: str) -> threading.Thread:
-    """A daemon thread (not started yet), recorded as a service thread."""
-    thread = threading.Thread(target=target, name=name, daemon=True)
-    with _service_lock:
-        _service.add(thread)
-    return thread
-
 
 # -- a light event ---------------------------------------------------------------------------
 
@@ -205,7 +178,7 @@ class Dispatcher:
 
     def _start_worker(self, job: Callable[[], None] | None) -> None:
         """Start one worker (``_count`` already counts it); ``job`` is the one that asked."""
-        thread = _service_thread(self._work, f"{self.name}-{next(self._serial)}")
+        thread = service_thread(self._work, f"{self.name}-{next(self._serial)}")
         with self._lock:
             self._threads.add(thread)
         try:
@@ -307,13 +280,16 @@ class PooledInbox(BaseInbox):
     ``_scheduled`` (guarded by the inbox lock) is True from the envelope that woke the
     actor until a turn finds the inbox empty (``release``), and from construction until
     ``start`` submits the first turn; while it is True nothing else schedules the actor.
+    ``submit`` puts the actor's next turn on its dispatcher.
     """
 
-    __slots__ = ("_actor", "_scheduled")
+    __slots__ = ("_scheduled", "_submit")
 
-    def __init__(self, actor: PooledActor, maxsize: int, put_timeout: float, name: str) -> None:
+    def __init__(
+        self, submit: Callable[[], None], maxsize: int, put_timeout: float, name: str
+    ) -> None:
         super().__init__(maxsize, put_timeout, name)
-        self._actor: PooledActor | None = actor  # dropped when the actor has ended
+        self._submit: Callable[[], None] | None = submit  # dropped when the actor has ended
         self._scheduled = True
 
     def _ready(self) -> bool:
@@ -323,11 +299,11 @@ class PooledInbox(BaseInbox):
         return True
 
     def _schedule(self) -> None:
-        actor = self._actor
-        if actor is None:
+        submit = self._submit
+        if submit is None:
             return
         try:
-            actor._pooled_submit()
+            submit()
         except BaseException:  # no worker could be started: the next message tries again
             with self._lock:
                 self._scheduled = False
@@ -350,7 +326,7 @@ class PooledInbox(BaseInbox):
 
     def detach(self) -> None:
         """Forget the actor (it has ended): nothing schedules it again."""
-        self._actor = None
+        self._submit = None
 
 
 class PooledActor(Actor):
@@ -376,7 +352,7 @@ class PooledActor(Actor):
 
     def _create_actor_inbox(self) -> PooledInbox:  # type: ignore[override]
         """Pykka hook: the bounded inbox that schedules this actor (see ``PooledInbox``)."""
-        return PooledInbox(self, self.inbox_size, self.inbox_put_timeout, str(self))
+        return PooledInbox(self._pooled_submit, self.inbox_size, self.inbox_put_timeout, str(self))
 
     def _start_actor_loop(self) -> None:
         """Pykka hook: no thread; the first turn (``on_start``) is put on the pool."""
@@ -393,15 +369,15 @@ class PooledActor(Actor):
         """One turn on a pool worker (never two at once for one actor)."""
         if self._pooled_phase == _DONE:  # its start failed after the turn was queued
             return
-        _current.ref = self.actor_ref
+        running.ref = self.actor_ref
         try:
             more = self._pooled_context.run(self._pooled_steps)
         except BaseException as exc:  # the context could not be entered (a bug): end it
             if self._pooled_phase != _DONE:
-                self._snodo_terminate(Crash(exc), _exc_info(exc))
+                self._snodo_terminate(Crash(exc), exc_info(exc))
             more = None
         finally:
-            _current.ref = None
+            running.ref = None
         # The flag is released only here, outside the actor's context: a put that comes
         # after release() may start the next turn on another worker at once.
         if more is None:
@@ -416,7 +392,7 @@ class PooledActor(Actor):
         the inbox was found empty.
         """
         inbox = cast("PooledInbox", self.actor_inbox)
-        ending: _Ending | None = None
+        ending: Ending | None = None
         try:
             if self._pooled_phase == _NEW:
                 self._pooled_phase = _RUNNING
@@ -431,11 +407,11 @@ class PooledActor(Actor):
                 budget -= 1
                 ending = self._snodo_handle(envelope)
         except BaseException as exc:  # nothing should escape the steps; if it does, crash
-            ending = (Crash(exc), _exc_info(exc))
+            ending = (Crash(exc), exc_info(exc))
         self._snodo_terminate(*ending)
         return None
 
-    def _snodo_terminate(self, reason: Reason, failure: _ExcInfo | None) -> None:
+    def _snodo_terminate(self, reason: Reason, failure: ExcInfo | None) -> None:
         self._pooled_phase = _DONE
         try:
             super()._snodo_terminate(reason, failure)

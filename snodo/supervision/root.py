@@ -24,7 +24,7 @@ from snodo.supervision.supervisor import ChildSpec, Supervisor, child
 if TYPE_CHECKING:
     from pykka import ActorRef
 
-__all__ = ["connections", "root", "shutdown_root"]
+__all__ = ["CONNECTIONS", "connections", "root", "shutdown_root"]
 
 CONNECTIONS = "connections"
 _ROOT_MAX_RESTARTS = 10
@@ -41,8 +41,8 @@ def _start_connections() -> ActorRef[Any]:
     return Supervisor.start(strategy="one_for_one")
 
 
-def _current_connections(sup: Supervisor) -> ActorRef[Supervisor] | None:
-    return sup._current.get(CONNECTIONS)
+def _running_connections(sup: Supervisor) -> ActorRef[Supervisor] | None:
+    return sup.running_child(CONNECTIONS)
 
 
 def root() -> ActorRef[Supervisor]:
@@ -88,7 +88,7 @@ def connections(timeout: float = 5.0) -> ActorRef[Supervisor]:
             # call below is answered after the root has handled it (and restarted it).
             join(ref, remaining)
         try:
-            found = call(sup, _current_connections, max(0.0, deadline - time.monotonic()))
+            found = call(sup, _running_connections, max(0.0, deadline - time.monotonic()))
         except ActorDead:  # the root itself ended: root() starts a new one
             continue
         if found is not None and found.is_alive():

@@ -36,17 +36,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias, get_args
 
-from snodo.supervision.actor import (
-    Actor,
-    _proc_of,
-    call,
-    exit_reason,
-    join,
-    kill,
-    link,
-    stop,
-    unlink,
-)
+from snodo.supervision.actor import Actor, call, exit_reason, join, kill, link, stop, unlink
+from snodo.supervision.core import proc_of
 from snodo.supervision.reasons import (
     KILLED,
     NORMAL,
@@ -124,6 +115,25 @@ def _started(sup: Supervisor) -> None:
     """Answered once on_start (the initial children) is done."""
 
 
+@dataclass(frozen=True)
+class _StartChild:
+    """Message of ``start_child``: answered with the new child's ref."""
+
+    spec: ChildSpec
+
+
+@dataclass(frozen=True)
+class _TerminateChild:
+    """Message of ``terminate_child``: answered True if there was such a child."""
+
+    child_id: str
+
+
+@dataclass(frozen=True)
+class _WhichChildren:
+    """Message of ``which_children``: answered with the ``ChildInfo`` rows."""
+
+
 class _StartFailed(Exception):
     def __init__(self, child: _Child, reason: Reason) -> None:
         super().__init__(child.spec.id)
@@ -185,8 +195,26 @@ class Supervisor(Actor):
         self._initial = tuple(children)
         self._children: list[_Child] = []  # in start order
         self._by_urn: dict[str, _Child] = {}
-        self._current: dict[str, ActorRef[Any]] = {}  # id -> running ref; read by child()
+        self._running: dict[str, ActorRef[Any]] = {}  # id -> running ref; see running_child
         self._restarts: deque[float] = deque()
+
+    def running_child(self, child_id: str) -> ActorRef[Any] | None:
+        """The running ref of the child ``child_id``, or None; safe from any thread.
+
+        One dict read, no message: it answers while the supervisor is busy, and can be
+        stale by the time it is used (``child`` is the ref-taking form).
+        """
+        return self._running.get(child_id)
+
+    def on_receive(self, message: Any) -> Any:
+        """The API's messages (``start_child``, ``terminate_child``, ``which_children``)."""
+        if isinstance(message, _StartChild):
+            return self._start_child(message.spec)
+        if isinstance(message, _TerminateChild):
+            return self._terminate_child(message.child_id)
+        if isinstance(message, _WhichChildren):
+            return self._which_children()
+        return super().on_receive(message)
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -216,7 +244,7 @@ class Supervisor(Actor):
                 stop(self.actor_ref, reason)
             return
         child.ref = None
-        self._current.pop(child.spec.id, None)
+        self._running.pop(child.spec.id, None)
         self.child_exited(child.spec.id, ref, reason)
         restart = child.spec.restart
         if restart == "temporary":
@@ -246,11 +274,11 @@ class Supervisor(Actor):
 
     def _spawn(self, entry: _Child) -> ActorRef[Any]:
         ref = entry.spec.start()
-        _proc_of(ref)  # TypeError for anything but a snodo actor
+        proc_of(ref)  # TypeError for anything but a snodo actor
         link(self.actor_ref, ref)  # an already-dead child delivers its Exit at once
         entry.ref = ref
         self._by_urn[ref.actor_urn] = entry
-        self._current[entry.spec.id] = ref
+        self._running[entry.spec.id] = ref
         return ref
 
     def _terminate(self, entry: _Child) -> None:
@@ -259,7 +287,7 @@ class Supervisor(Actor):
             return
         entry.ref = None
         self._by_urn.pop(ref.actor_urn, None)
-        self._current.pop(entry.spec.id, None)
+        self._running.pop(entry.spec.id, None)
         unlink(self.actor_ref, ref)
         if not stop(ref, SHUTDOWN, timeout=entry.spec.shutdown):
             kill(ref)
@@ -343,7 +371,7 @@ def start_child(sup: ActorRef[Any], spec: ChildSpec, timeout: float = 5.0) -> Ac
     Raises ``ValueError`` for a duplicate id, whatever ``spec.start`` raised (the spec is
     then not kept), or the ``call`` errors (``CallTimeout``, ``ActorDead``).
     """
-    return call(sup, lambda s: s._start_child(spec), timeout)  # type: ignore[no-any-return]
+    return call(sup, _StartChild(spec), timeout)  # type: ignore[no-any-return]
 
 
 def terminate_child(sup: ActorRef[Any], child_id: str, timeout: float = 10.0) -> bool:
@@ -351,12 +379,12 @@ def terminate_child(sup: ActorRef[Any], child_id: str, timeout: float = 10.0) ->
 
     ``timeout`` bounds the whole call: give it more than the child's ``shutdown``.
     """
-    return bool(call(sup, lambda s: s._terminate_child(child_id), timeout))
+    return bool(call(sup, _TerminateChild(child_id), timeout))
 
 
 def which_children(sup: ActorRef[Any], timeout: float = 5.0) -> list[ChildInfo]:
     """The children of ``sup`` in start order, with their current refs."""
-    return list(call(sup, lambda s: s._which_children(), timeout))
+    return list(call(sup, _WhichChildren(), timeout))
 
 
 def child(sup: ActorRef[Any], child_id: str) -> ActorRef[Any] | None:
@@ -365,10 +393,10 @@ def child(sup: ActorRef[Any], child_id: str) -> ActorRef[Any] | None:
     Reads the supervisor's table directly (no message), so it answers even while the
     supervisor is busy restarting; the answer can be stale by the time it is used.
     """
-    actor = _proc_of(sup).actor()
+    actor = proc_of(sup).actor()
     if not isinstance(actor, Supervisor):
         if actor is None:
             return None
         msg = f"{sup!r} is not a Supervisor"
         raise TypeError(msg)
-    return actor._current.get(child_id)
+    return actor.running_child(child_id)

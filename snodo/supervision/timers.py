@@ -40,13 +40,12 @@ from typing import Any
 
 import pykka
 from pykka import ActorRef
-from pykka._envelope import Envelope
+from pykka._envelope import Envelope  # noqa: PLC2701  # Pykka's message carrier (actor.py)
 
 from snodo._log import get_logger
-from snodo.supervision._inbox import BaseInbox
-from snodo.supervision.actor import _PROC_ATTR, _add_exit_callback
-from snodo.supervision.pooled import _service_thread
-from snodo.supervision.reasons import InboxFull, Reason, SupervisionError
+from snodo.supervision.core import add_exit_callback, is_snodo_actor, service_thread
+from snodo.supervision.inbox import BaseInbox
+from snodo.supervision.reasons import InboxFull, SupervisionError
 
 __all__ = [
     "MAX_PENDING_TIMERS",
@@ -64,7 +63,7 @@ MAX_PENDING_TIMERS = 1_000_000
 _COMPACT_MIN = 64  # do not compact heaps smaller than this
 _MAX_WAIT = 3600.0  # longest single wait (a far deadline is waited for in steps)
 
-_PENDING, _FIRED, _CANCELLED = 0, 1, 2
+_PENDING, _FIRED, _CANCELLED = "pending", "fired", "cancelled"
 
 _logger = get_logger("snodo.supervision")
 
@@ -74,9 +73,14 @@ class TooManyTimers(SupervisionError):
 
 
 class Timer:
-    """One pending ``send_after`` or ``call_later``; ``cancel()`` withdraws it."""
+    """One pending ``send_after`` or ``call_later``; ``cancel()`` withdraws it.
 
-    __slots__ = ("_fn", "_message", "_ref", "_seq", "_service", "_state", "_unhook", "deadline")
+    Its ``TimerService`` moves ``state`` from ``"pending"`` to ``"fired"`` or ``"cancelled"``
+    (under the service's lock), then calls ``fire()`` or ``release()``; ``unhook`` removes
+    the callback on the target actor's end (a ``send_after`` to a snodo actor).
+    """
+
+    __slots__ = ("_fn", "_message", "_ref", "_seq", "_service", "deadline", "state", "unhook")
 
     def __init__(
         self,
@@ -94,46 +98,48 @@ class Timer:
         self._fn = fn
         self._ref = ref
         self._message = message
-        self._state = _PENDING
-        self._unhook: Callable[[], bool] | None = None  # removes the actor-exit callback
+        self.state = _PENDING
+        self.unhook: Callable[[], bool] | None = None
 
     def __lt__(self, other: Timer) -> bool:
         return (self.deadline, self._seq) < (other.deadline, other._seq)
 
     def __repr__(self) -> str:
-        state = ("pending", "fired", "cancelled")[self._state]
         what = f"send {self._message!r} to {self._ref}" if self._fn is None else repr(self._fn)
-        return f"<Timer {state} at {self.deadline:.3f}: {what}>"
+        return f"<Timer {self.state} at {self.deadline:.3f}: {what}>"
 
     @property
     def active(self) -> bool:
         """True while the timer has neither fired nor been cancelled."""
-        return self._state == _PENDING
+        return self.state == _PENDING
 
     def cancel(self) -> bool:
         """Withdraw the timer; True if it was pending (it will not fire), else False."""
-        return self._service._cancel(self)
+        return self._service.cancel(self)
 
-    def _actor_ended(self, reason: Reason) -> None:
-        self._service._cancel(self)
-
-    def _drop(self) -> None:
-        """After it left the pending state: forget the actor hook and the payload."""
-        unhook, self._unhook = self._unhook, None
+    def release(self) -> None:
+        """Once it is no longer pending: forget the actor hook and the payload."""
+        if self.state == _PENDING:
+            return
+        unhook, self.unhook = self.unhook, None
         if unhook is not None:
             unhook()
         self._fn = self._ref = self._message = None
 
-    def _fire(self) -> None:
+    def fire(self) -> None:
+        """Once its service marked it fired: run the function or tell the actor (once)."""
         fn, ref, message = self._fn, self._ref, self._message
-        self._drop()
+        self.release()
+        if self.state != _FIRED:
+            return
         if fn is not None:
             try:
                 fn()
             except BaseException:
                 _logger.exception("timer function failed", fn=repr(fn))
             return
-        assert ref is not None
+        if ref is None:
+            return
         try:
             inbox = ref.actor_inbox
             if isinstance(inbox, BaseInbox):
@@ -178,12 +184,12 @@ class TimerService:
     def send_after(self, ref: ActorRef[Any], message: Any, delay: float) -> Timer:
         """Tell ``ref`` ``message`` after ``delay`` seconds unless cancelled (see module)."""
         timer = self._add(delay, None, ref, message)
-        if hasattr(ref, _PROC_ATTR):  # a snodo actor: its end cancels the timer
-            unhook = _add_exit_callback(ref, timer._actor_ended)
+        if is_snodo_actor(ref):  # a snodo actor: its end cancels the timer
+            unhook = add_exit_callback(ref, lambda _reason: self.cancel(timer))
             with self._lock:
-                keep = timer._state == _PENDING
+                keep = timer.state == _PENDING
                 if keep:
-                    timer._unhook = unhook
+                    timer.unhook = unhook
             if not keep:  # it fired or was cancelled meanwhile (the actor had ended, say)
                 unhook()
         return timer
@@ -196,6 +202,20 @@ class TimerService:
         """How many timers are pending (neither fired nor cancelled)."""
         return self._pending
 
+    def cancel(self, timer: Timer) -> bool:
+        """Withdraw ``timer`` (``timer.cancel()``); True if it was pending, else False."""
+        with self._lock:
+            if timer.state != _PENDING:
+                return False
+            timer.state = _CANCELLED
+            self._pending -= 1
+            heap = self._heap
+            if len(heap) > _COMPACT_MIN and len(heap) > 2 * self._pending:
+                self._heap = [t for t in heap if t.state == _PENDING]
+                heapq.heapify(self._heap)
+        timer.release()
+        return True
+
     def thread(self) -> threading.Thread | None:
         """The timer thread, if one is running."""
         return self._thread
@@ -207,14 +227,14 @@ class TimerService:
         """
         with self._lock:
             thread, self._thread = self._thread, None
-            dropped = [t for t in self._heap if t._state == _PENDING]
+            dropped = [t for t in self._heap if t.state == _PENDING]
             for timer in dropped:
-                timer._state = _CANCELLED
+                timer.state = _CANCELLED
             self._heap.clear()
             self._pending = 0
             self._cond.notify_all()
         for timer in dropped:
-            timer._drop()
+            timer.release()
         if thread is None or thread is threading.current_thread():
             return True
         thread.join(timeout)
@@ -237,7 +257,7 @@ class TimerService:
             heapq.heappush(self._heap, timer)
             self._pending += 1
             if self._thread is None:
-                start = self._thread = _service_thread(self._run, self.name)
+                start = self._thread = service_thread(self._run, self.name)
             elif self._heap[0] is timer:
                 self._cond.notify()  # a new earliest deadline
         if start is not None:
@@ -247,22 +267,9 @@ class TimerService:
                 with self._lock:
                     if self._thread is start:
                         self._thread = None
-                self._cancel(timer)
+                self.cancel(timer)
                 raise
         return timer
-
-    def _cancel(self, timer: Timer) -> bool:
-        with self._lock:
-            if timer._state != _PENDING:
-                return False
-            timer._state = _CANCELLED
-            self._pending -= 1
-            heap = self._heap
-            if len(heap) > _COMPACT_MIN and len(heap) > 2 * self._pending:
-                self._heap = [t for t in heap if t._state == _PENDING]
-                heapq.heapify(self._heap)
-        timer._drop()
-        return True
 
     def _next(self, me: threading.Thread) -> Timer | None:
         """Wait for the next due timer (marked fired); None when this thread must end."""
@@ -270,7 +277,7 @@ class TimerService:
             idle_until: float | None = None
             while self._thread is me:
                 heap = self._heap
-                while heap and heap[0]._state != _PENDING:
+                while heap and heap[0].state != _PENDING:
                     heapq.heappop(heap)
                 now = time.monotonic()
                 if heap:
@@ -278,7 +285,7 @@ class TimerService:
                     wait = heap[0].deadline - now
                     if wait <= 0:
                         timer = heapq.heappop(heap)
-                        timer._state = _FIRED
+                        timer.state = _FIRED
                         self._pending -= 1
                         return timer
                 else:
@@ -298,7 +305,7 @@ class TimerService:
                 timer = self._next(me)
                 if timer is None:
                     return
-                timer._fire()
+                timer.fire()
         finally:
             self._replace(me)
 
@@ -309,7 +316,7 @@ class TimerService:
             if self._thread is me:  # ended by an exception thrown into it (gevent's kill)
                 self._thread = None
                 if self._pending:
-                    start = self._thread = _service_thread(self._run, self.name)
+                    start = self._thread = service_thread(self._run, self.name)
         if start is not None:
             _logger.error("timer thread ended unexpectedly; starting another", service=self.name)
             try:
