@@ -21,6 +21,8 @@ from typing import Any
 from snodo.protocol.subscriptions import Closed, Dropped, Event, Notification
 from snodo.supervision import NORMAL, PooledActor, stop
 
+__all__ = ["Deliver", "SubscriptionStream"]
+
 Deliver = Callable[[Event], None]
 
 

@@ -16,7 +16,7 @@ from snodo.oauth.discovery import url_allowed
 from snodo.oauth.errors import auth_error
 from snodo.transports import tls
 
-__all__ = ["AsResponse", "OAuthHttp", "basic_credentials"]
+__all__ = ["MAX_BODY", "AsResponse", "OAuthHttp", "basic_credentials"]
 
 MAX_BODY = 1024 * 1024
 

@@ -24,7 +24,7 @@ from snodo.oauth.authorization_http import OAuthHttp
 from snodo.oauth.errors import auth_error
 from snodo.oauth.stores import MemoryStore, Store, token_key
 
-__all__ = ["Grant", "OAuthClient"]
+__all__ = ["EXPIRY_SKEW", "JWT_BEARER", "Grant", "OAuthClient", "Secret"]
 
 _log = get_logger("snodo.oauth")
 
@@ -234,7 +234,7 @@ class OAuthClient:
         except Exception:
             return True
         if prm is None:
-            return not self._context.get("legacy")
+            return not self._context.get("at_origin")
         return self._choose_issuer(prm) != self._context.get("issuer")
 
     def _renew(self, current: dict[str, Any]) -> str | None:
@@ -267,7 +267,7 @@ class OAuthClient:
         """Discover, identify the client and run the grant; the new access token."""
         prm = self._protected_resource(challenge)
         if prm is None:
-            context = self._legacy_context()
+            context = self._origin_context()
             resource = d.canonical_resource(self.resource)
         else:
             resource = str(prm.get("resource") or d.canonical_resource(self.resource))
@@ -347,7 +347,7 @@ class OAuthClient:
             raise auth_error(step, "the metadata's issuer is not the authorization server's")
         raise auth_error(step, "no metadata document was found", detail=issuer)
 
-    def _legacy_context(self) -> dict[str, Any]:
+    def _origin_context(self) -> dict[str, Any]:
         """2025-03-26 servers: the metadata at the server's origin, else default endpoints."""
         base = d.origin(self.resource)
         answer = self._http.get(base + d.OAUTH_WELL_KNOWN, "authorization server metadata")
@@ -355,9 +355,9 @@ class OAuthClient:
             metadata = answer.body
             issuer = str(metadata.get("issuer") or base)
         else:
-            metadata = d.legacy_endpoints(self.resource)
+            metadata = d.default_endpoints(self.resource)
             issuer = base
-        return {"issuer": issuer, "metadata": metadata, "prm": None, "legacy": True}
+        return {"issuer": issuer, "metadata": metadata, "prm": None, "at_origin": True}
 
     # -- client identity -----------------------------------------------------------------------
 

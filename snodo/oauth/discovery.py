@@ -18,12 +18,16 @@ from snodo.auth import Challenge
 
 __all__ = [
     "LOOPBACK_HOSTS",
+    "OAUTH_WELL_KNOWN",
+    "OIDC_WELL_KNOWN",
+    "PRM_WELL_KNOWN",
+    "RefusalStep",
     "as_metadata_urls",
     "canonical_resource",
     "check_iss",
     "code_challenge",
+    "default_endpoints",
     "issuer_matches",
-    "legacy_endpoints",
     "new_state",
     "new_verifier",
     "origin",
@@ -104,7 +108,7 @@ def as_metadata_urls(issuer: str) -> list[str]:
     ]
 
 
-def legacy_endpoints(server_url: str) -> dict[str, Any]:
+def default_endpoints(server_url: str) -> dict[str, Any]:
     """The 2025-03-26 defaults for a server without metadata: ``/authorize``, ``/token`` and
     ``/register`` at the MCP server's origin."""
     base = origin(server_url)

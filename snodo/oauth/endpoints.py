@@ -13,7 +13,17 @@ from snodo.oauth.errors import auth_error
 from snodo.protocol import redaction
 from snodo.protocol.errors import McpError
 
-__all__ = ["client_auth", "error_code", "exchange_for_id_jag", "post_token", "refusal", "register"]
+__all__ = [
+    "ID_JAG_TYPE",
+    "ID_TOKEN_TYPE",
+    "TOKEN_EXCHANGE",
+    "client_auth",
+    "error_code",
+    "exchange_for_id_jag",
+    "post_token",
+    "refusal",
+    "register",
+]
 
 TOKEN_EXCHANGE: Final = "urn:ietf:params:oauth:grant-type:token-exchange"
 ID_TOKEN_TYPE: Final = "urn:ietf:params:oauth:token-type:id_token"

@@ -6,6 +6,8 @@ from typing import Any
 
 from snodo.protocol.errors import CONNECTION_CLOSED, McpError
 
+__all__ = ["auth_error"]
+
 
 def auth_error(step: str, reason: str, *, detail: Any = None) -> McpError:
     """-32000 with ``kind="authorization"``, ``cause=("authorization", step, detail)`` and a

@@ -11,7 +11,7 @@ import time
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-__all__ = ["DpopKey", "access_token_hash", "client_assertion", "htu"]
+__all__ = ["ASSERTION_TYPE", "DpopKey", "access_token_hash", "client_assertion", "htu"]
 
 ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 

@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 from snodo.oauth.errors import auth_error
 
-__all__ = ["LoopbackListener"]
+__all__ = ["MAX_REQUEST", "NOT_FOUND", "PAGE", "LoopbackListener"]
 
 MAX_REQUEST = 16 * 1024
 PAGE = (

@@ -31,7 +31,11 @@ from urllib.parse import quote, quote_plus
 from snodo.protocol.errors import McpError
 
 __all__ = [
+    "CREDENTIAL_FIELDS",
+    "CREDENTIAL_HEADERS",
+    "CREDENTIAL_WORDS",
     "MARK",
+    "MAX_DEPTH",
     "MIN_SECRET",
     "credentials",
     "excerpt",
