@@ -14,7 +14,7 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "Client": "snodo.client",
-    "Progress": "snodo.client",
+    "Progress": "snodo.calls",
     "direct": "snodo.connections",
     "connect": "snodo.connections",
     "Stdio": "snodo.transports.targets",
@@ -60,8 +60,8 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from snodo.calls import Progress as Progress
     from snodo.client import Client as Client
-    from snodo.client import Progress as Progress
     from snodo.connections import connect as connect
     from snodo.connections import direct as direct
     from snodo.protocol.dialects import SUPPORTED_VERSIONS as SUPPORTED_VERSIONS

@@ -1,23 +1,34 @@
-"""Opening clients: ``direct`` for a Runtime in this process, ``connect`` for stdio (and HTTP)."""
+"""Opening clients: ``direct`` for a Runtime in this process, ``connect`` for stdio, HTTP and
+custom transports, and the connect-time steps they share (the probe and the ``initialize``
+handshake), driven by the pure decisions of ``snodo.protocol.negotiation``."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from snodo.client import (
-    Client,
+from snodo.calls import answer_server_request, next_request_id
+from snodo.client import Client
+from snodo.options import (
     ClientOptions,
-    answer_server_request,
     build_options,
-    initialize_session,
-    next_request_id,
+    check_positive_int,
+    check_timeout,
+    client_keywords,
 )
-from snodo.protocol import dialects, negotiation
+from snodo.protocol import dialects, jsonrpc, negotiation, results
 from snodo.protocol import meta as meta_rules
-from snodo.protocol.errors import McpError
-from snodo.transports.base import ConnectOptions, RequestOptions
+from snodo.protocol.dialects import Dialect
+from snodo.protocol.errors import McpError, invalid_params
+from snodo.protocol.negotiation import Session
+from snodo.transports.base import (
+    ConnectOptions,
+    RequestOptions,
+    SessionTransport,
+    Transport,
+    supports_notify,
+)
 
 if TYPE_CHECKING:
     from snodo.server import Runtime
@@ -39,23 +50,12 @@ def direct(
 ) -> Client:
     """A client for ``runtime`` in this process: no transport, no JSON text in between.
 
-    No probe: the highest allowed version the runtime enables wins, and an initialize-era
-    version is negotiated through the runtime exactly as over a wire.
+    No probe: the highest allowed version the runtime enables wins, and a session-era version
+    is negotiated through the runtime exactly as over a wire.
     """
     from snodo.transports.direct import DirectTransport
 
-    options = build_options(
-        protocol=protocol,
-        client_info=client_info,
-        client_capabilities=client_capabilities,
-        input_handlers=input_handlers,
-        timeout=timeout,
-        max_input_rounds=max_input_rounds,
-        max_pages=max_pages,
-        reset_timeout_on_progress=reset_timeout_on_progress,
-        max_total_timeout=max_total_timeout,
-        cache=cache,
-    )
+    options = build_options(**client_keywords(locals()))
     version = negotiation.direct_version(options.protocol, runtime.enabled_versions)
     dialect = dialects.get(version)
     transport = DirectTransport(runtime)
@@ -97,31 +97,18 @@ def connect(
     """Connect to a server and settle the protocol version before returning.
 
     ``target`` is ``snodo.Stdio(command, args)``, ``snodo.Http(url)``, or ``(TransportClass,
-    init_arg)`` for a custom transport (``snodo.Transport``). Allowed versions from both eras are probed with
-    ``server/discover`` (``probe_timeout``); any answer but a discovery result reopens the
-    transport — on stdio that starts the server again — and sends ``initialize``. A pin, or a
-    list from one era, skips the probe.
+    init_arg)`` for a custom transport (``snodo.Transport``). Allowed versions from both eras are
+    probed with ``server/discover`` (``probe_timeout``); any answer but a discovery result
+    reopens the transport — on stdio that starts the server again — and sends ``initialize``. A
+    pin, or a list from one era, skips the probe.
     """
     from snodo.transports.targets import Http, Stdio
 
-    options = build_options(
-        protocol=protocol,
-        client_info=client_info,
-        client_capabilities=client_capabilities,
-        input_handlers=input_handlers,
-        timeout=timeout,
-        max_input_rounds=max_input_rounds,
-        max_pages=max_pages,
-        reset_timeout_on_progress=reset_timeout_on_progress,
-        max_total_timeout=max_total_timeout,
-        cache=cache,
-    )
-    if not isinstance(probe_timeout, (int, float)) or probe_timeout <= 0:
-        raise ValueError("probe_timeout must be a positive number of seconds")
-    if not isinstance(max_server_requests, int) or max_server_requests < 1:
-        raise ValueError("max_server_requests must be a positive integer")
-    if not isinstance(max_response_bytes, int) or max_response_bytes < 1:
-        raise ValueError("max_response_bytes must be a positive integer")
+    options = build_options(**client_keywords(locals()))
+    check_timeout("probe_timeout", probe_timeout, optional=False)
+    check_positive_int("max_server_requests", max_server_requests)
+    check_positive_int("max_response_bytes", max_response_bytes)
+    answer = partial(answer_server_request, options.input_handlers)
     if isinstance(target, Http):
         from snodo.transports.streamable_http import HttpTransport
 
@@ -137,8 +124,8 @@ def connect(
                 verify=verify,
                 ca_certs=ca_certs,
                 client_cert=client_cert,
-                on_server_request=partial(answer_server_request, options.input_handlers),
-                standard_headers=any(dialects.get(v).stateless for v in options.protocol),
+                on_server_request=answer,
+                standard_headers=negotiation.announces_standard_headers(options.protocol),
             )
 
         return negotiate(open_http, options, probe_timeout)
@@ -159,7 +146,6 @@ def connect(
     from snodo.transports.stdio import StdioTransport
 
     watched = current_owner() if owner is None else owner_of(owner)
-    answer = partial(answer_server_request, options.input_handlers)
 
     def open_transport() -> StdioTransport:
         return StdioTransport(
@@ -227,6 +213,41 @@ def negotiate(
         raise
 
 
+def initialize_session(
+    transport: Transport, options: ClientOptions, version: str, dialect: Dialect
+) -> Session:
+    """Run ``initialize`` + ``notifications/initialized`` on ``transport`` and check the verdict."""
+    if not supports_notify(transport):
+        raise invalid_params(
+            "This transport cannot send notifications, so it cannot open a session-era session",
+            {"requested": version},
+        )
+    request_options = RequestOptions(dialect=dialect, timeout=options.timeout)
+    params = negotiation.initialize_params(
+        version, options.client_capabilities, options.client_info or {}
+    )
+    response = transport.request(
+        jsonrpc.request(next_request_id(), "initialize", params), request_options
+    )
+    if "error" in response:
+        if "result" in response:  # neither can be trusted: -32000, as for any other call
+            results.interpret(dialect, "initialize", response)
+        raise McpError.from_wire(response["error"])
+    session = negotiation.initialize_verdict(
+        response.get("result"),
+        options.protocol,
+        # Mcp-Session-Id, when the transport captured one
+        session_id=transport.session_id if isinstance(transport, SessionTransport) else None,
+    )
+    # supports_notify() said it has notify; a custom transport may lack session_id.
+    notifying = cast("SessionTransport", transport)
+    notifying.notify(
+        jsonrpc.notification("notifications/initialized"),
+        RequestOptions(dialect=dialects.get(session.version), timeout=options.timeout),
+    )
+    return session
+
+
 def _initialized(transport: Any, options: ClientOptions, version: str) -> Client:
     session = initialize_session(transport, options, version, dialects.get(version))
     return Client(transport, dialects.get(session.version), options, session=session)
@@ -241,12 +262,7 @@ def _probe(transport: Any, options: ClientOptions, probe_timeout: float) -> dict
         client_info=options.client_info,
         client_capabilities=options.client_capabilities,
     )
-    message = {
-        "jsonrpc": "2.0",
-        "id": next_request_id(),
-        "method": "server/discover",
-        "params": params,
-    }
+    message = jsonrpc.request(next_request_id(), "server/discover", params)
     try:
         response: dict[str, Any] = transport.request(
             message, RequestOptions(dialect=dialect, timeout=probe_timeout)
@@ -256,3 +272,6 @@ def _probe(transport: Any, options: ClientOptions, probe_timeout: float) -> dict
             raise
         return None
     return response
+
+
+__all__ = ["connect", "custom_opener", "direct", "initialize_session", "negotiate"]

@@ -2,12 +2,13 @@
 
 One ``SubscriptionStream`` actor per subscription holds its buffer and demand
 (``snodo.actors.subscription_stream``). The transport feeds it through a sink that first shows
-every event to ``Client._observe_notification`` (the response cache's hook). The owner (the
+every event to the client's observer (the response cache's hook). What opening a subscription
+needs from the client comes in a :class:`ListenContext` the client builds. The owner (the
 calling thread, greenlet or snodo actor, or ``owner=``) is watched: when it ends, the
 subscription is cancelled. An actor owner receives ``SubscriptionEvent(ref, event)`` messages;
 any other owner pulls with ``next()`` or iteration.
 
-2026-07-28 connections use the transport's ``listen``; initialize-era ones map the filter onto
+2026-07-28 connections use the transport's ``listen``; session-era ones map the filter onto
 ``resources/subscribe`` and the session's list-changed notifications (docs/decisions/0017).
 """
 
@@ -15,8 +16,9 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 import pykka
 
@@ -24,7 +26,9 @@ from snodo._log import get_logger
 from snodo.actors.subscription_stream import SubscriptionStream
 from snodo.protocol import errors
 from snodo.protocol import subscriptions as subs
+from snodo.protocol.dialects import Dialect
 from snodo.protocol.errors import McpError
+from snodo.protocol.negotiation import Session
 from snodo.protocol.subscriptions import Closed, Event, Notification, SubscriptionEvent
 from snodo.supervision import (
     CallTimeout,
@@ -36,11 +40,8 @@ from snodo.supervision import (
     stop,
     watch,
 )
-from snodo.transports.base import supports_listen
-from snodo.transports.listening import Listening, session_fanout
-
-if TYPE_CHECKING:
-    from snodo.client import Client
+from snodo.transports.base import ListeningTransport, RequestOptions, Transport
+from snodo.transports.listening import Listening, SessionFanout
 
 _log = get_logger("snodo.subscription")
 
@@ -48,13 +49,37 @@ _log = get_logger("snodo.subscription")
 CLOSE_WAIT = 5.0
 
 
+@dataclass(frozen=True, slots=True)
+class ListenContext:
+    """What opening a subscription needs from the client that opens it."""
+
+    transport: Transport
+    dialect: Dialect
+    #: The session-era session (its capabilities say what the server can notify), or None.
+    session: Session | None
+    #: Builds the ``subscriptions/listen`` request and its options (2026-07-28):
+    #: ``(notifications, timeout, meta, trace_context) -> (message, options)``.
+    listen_message: Callable[
+        [dict[str, Any], float | None, Mapping[str, Any] | None, Mapping[str, Any] | None],
+        tuple[dict[str, Any], RequestOptions],
+    ]
+    #: Sees every event before its owner demands it (the response cache's invalidation).
+    observe: Callable[[str, dict[str, Any]], None]
+    #: A request on the connection (session era: ``resources/subscribe`` and unsubscribe).
+    request: Callable[..., Any]
+    #: Whether the client was closed.
+    is_closed: Callable[[], bool]
+    #: The transport's fan-out of session notifications (``session_events_of``), or None.
+    session_events: SessionFanout | None
+
+
 class _Sink:
     """The transport's way into the stream actor (never blocks long, never raises)."""
 
     __slots__ = ("_observe", "_ref")
 
-    def __init__(self, client: Client, ref: Any) -> None:
-        self._observe = client._observe_notification
+    def __init__(self, observe: Callable[[str, dict[str, Any]], None], ref: Any) -> None:
+        self._observe = observe
         self._ref = ref
 
     def notification(self, method: str, params: dict[str, Any]) -> None:
@@ -77,17 +102,26 @@ class _Sink:
 class Subscription:
     """An open ``subscriptions/listen`` stream (see ``Client.listen``)."""
 
-    def __init__(self, ref: Any, owner: Owner, mailbox: queue.SimpleQueue[Event] | None) -> None:
+    def __init__(
+        self,
+        ref: Any,
+        owner: Owner,
+        mailbox: queue.SimpleQueue[Event] | None,
+        listening: Listening,
+    ) -> None:
+        """An acknowledged ``listening`` fed into the stream actor ``ref``; ``owner`` is watched
+        from here on (``mailbox``: where a pulling owner's events wait, None for an actor)."""
         self.ref = ref
         self.owner = owner
-        self.accepted: dict[str, Any] = {}
+        self.accepted: dict[str, Any] = listening.accepted
         self._mailbox = mailbox
-        self._listening: Listening | None = None
+        self._listening: Listening | None = listening
         self._watch: Watch | None = None
         self._lock = threading.Lock()
         self._ended = False  # Closed was returned, or close() ran
         self._cancelled = False
         self._owed = False  # next() timed out with its demand outstanding
+        self._watch = watch(owner, self._owner_down)
 
     def __repr__(self) -> str:
         state = "ended" if self._ended else "open"
@@ -204,7 +238,7 @@ def _ended() -> Closed:
 
 
 def open_subscription(
-    client: Client,
+    context: ListenContext,
     notifications: Mapping[str, Any],
     *,
     timeout: float | None,
@@ -217,11 +251,11 @@ def open_subscription(
     """Start the stream actor, open the listen on the transport, watch the owner."""
     requested = subs.client_filter(notifications)
     subs.check_buffer(max_buffer, overflow)
-    dialect = client.dialect
-    transport = client.transport
-    if dialect.stateless and not supports_listen(transport):
+    dialect = context.dialect
+    transport = context.transport
+    if dialect.stateless and not isinstance(transport, ListeningTransport):
         raise TypeError(f"{type(transport).__name__} has no listen(); it cannot subscribe")
-    if client.closed:
+    if context.is_closed():
         raise errors.connection_error("Connection closed")
     who = owner_of(owner) if owner is not None else current_owner()
     mailbox: queue.SimpleQueue[Event] | None = None
@@ -244,38 +278,37 @@ def open_subscription(
 
     ref = SubscriptionStream.start(deliver, max_buffer, overflow)
     box.append(ref)
-    handle = Subscription(ref, who, mailbox)
-    sink = _Sink(client, ref)
+    sink = _Sink(context.observe, ref)
     try:
-        if dialect.stateless:
-            listening = client._listen_request(requested, sink, timeout, meta, trace_context)
+        if isinstance(transport, ListeningTransport) and dialect.stateless:
+            message, options = context.listen_message(requested, timeout, meta, trace_context)
+            listening = transport.listen(message, options, sink)
         else:
-            listening = _listen_session(client, requested, sink, timeout)
+            listening = _listen_session(context, requested, sink, timeout)
     except BaseException:
         stop(ref, timeout=CLOSE_WAIT)
         raise
-    handle.accepted = listening.accepted
-    handle._listening = listening
-    handle._watch = watch(who, handle._owner_down)
-    return handle
+    return Subscription(ref, who, mailbox, listening)
 
 
 def _listen_session(
-    client: Client, requested: dict[str, Any], sink: _Sink, timeout: float | None
+    context: ListenContext, requested: dict[str, Any], sink: _Sink, timeout: float | None
 ) -> Listening:
-    """Initialize era: filter the session's notifications; resources/subscribe each URI."""
-    session = client.session
+    """Session era: filter the session's notifications; resources/subscribe each URI."""
+    session = context.session
     caps = session.capabilities if session is not None else {}
     accepted, uris = subs.session_accepts(requested, caps or {})
     if uris:
         accepted[subs.RESOURCES_KEY] = list(uris)
-    fanout = session_fanout(client.transport)
+    # A transport with no fan-out delivers no session notifications: the subscription then
+    # sees none (resources/subscribe is still sent), as before transports declared theirs.
+    fanout = context.session_events if context.session_events is not None else SessionFanout()
     token = fanout.add(accepted, sink)
     kept: list[str] = []
     try:
         for uri in uris:
             try:
-                client.request("resources/subscribe", {"uri": uri}, timeout=timeout)
+                context.request("resources/subscribe", {"uri": uri}, timeout=timeout)
                 kept.append(uri)
             except McpError as error:
                 if error.kind == "transport":
@@ -283,7 +316,7 @@ def _listen_session(
                 _log.info("the server refused resources/subscribe", uri=uri, error=error.message)
     except BaseException:
         for uri in fanout.remove(token):
-            _unsubscribe(client, uri)
+            _unsubscribe(context, uri)
         raise
     fanout.set_uris(token, kept)
     if kept:
@@ -293,15 +326,18 @@ def _listen_session(
 
     def cancel() -> None:
         for uri in fanout.remove(token):
-            _unsubscribe(client, uri)
+            _unsubscribe(context, uri)
 
     return Listening(dict(accepted), cancel)
 
 
-def _unsubscribe(client: Client, uri: str) -> None:
-    if client.closed:
+def _unsubscribe(context: ListenContext, uri: str) -> None:
+    if context.is_closed():
         return
     try:
-        client.request("resources/unsubscribe", {"uri": uri})
+        context.request("resources/unsubscribe", {"uri": uri})
     except McpError as error:
         _log.info("resources/unsubscribe failed", uri=uri, error=error.message)
+
+
+__all__ = ["CLOSE_WAIT", "ListenContext", "Subscription", "open_subscription"]

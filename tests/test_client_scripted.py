@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 
 import snodo
-from snodo.client import Client, build_options, initialize_session
+from snodo.client import Client
+from snodo.connections import initialize_session
+from snodo.options import build_options
 from snodo.protocol import dialects
 from snodo.transports.base import RequestOptions
 from tests.support.wire_schema import check_client_message

@@ -520,7 +520,7 @@ def test_a_transport_without_listen_is_refused() -> None:
         def close(self) -> None:
             self.inner.close()
 
-    from snodo.client import build_options
+    from snodo.options import build_options
     from snodo.protocol.dialects import get
     from snodo.transports.direct import DirectTransport
 

@@ -18,6 +18,7 @@ from typing import Any, Final, Literal
 import orjson
 
 from snodo.protocol.dialects.v2026_07_28 import CACHEABLE
+from snodo.protocol.subscriptions import RESOURCE_UPDATED
 
 #: The requests whose complete results may be cached (those that carry cache hints on 2026-07-28).
 CACHEABLE_METHODS: Final = CACHEABLE
@@ -35,7 +36,6 @@ LIST_CHANGED: Final[dict[str, frozenset[str]]] = {
         {"resources/list", "resources/templates/list"}
     ),
 }
-RESOURCE_UPDATED: Final = "notifications/resources/updated"
 
 #: Header names that carry credentials: left out of the public namespace, kept (hashed) in the
 #: private credential.
@@ -58,6 +58,13 @@ class Invalidation:
 
     methods: frozenset[str] = frozenset()
     uri: str | None = None
+
+
+def may_use_cache(method: str, *, bypass: bool, per_call_options: bool) -> bool:
+    """Whether a call may be served from the cache (and its result stored): a cacheable
+    method, not bypassed, and no per-call option but ``timeout=`` (any other one changes what is
+    sent or how the answer is read, so such a call is always sent)."""
+    return not bypass and not per_call_options and method in CACHEABLE_METHODS
 
 
 def storable(result: Any) -> Storable | None:
@@ -183,6 +190,7 @@ __all__ = [
     "http_credential",
     "http_namespace",
     "invalidation",
+    "may_use_cache",
     "params_key",
     "private_key",
     "public_key",

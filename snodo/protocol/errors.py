@@ -189,3 +189,31 @@ def broken_response_error(reason: str, *, cause: Any = None) -> McpError:
         kind="transport",
         cause=cause,
     )
+
+
+__all__ = [
+    "CONNECTION_CLOSED",
+    "HEADER_MISMATCH",
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
+    "MESSAGES",
+    "METHOD_NOT_FOUND",
+    "MISSING_CLIENT_CAPABILITY",
+    "PARSE_ERROR",
+    "REQUEST_TIMEOUT",
+    "RESOURCE_NOT_FOUND",
+    "UNSUPPORTED_PROTOCOL_VERSION",
+    "URL_ELICITATION_REQUIRED",
+    "ErrorKind",
+    "HandlerError",
+    "McpError",
+    "broken_response_error",
+    "connection_error",
+    "internal_error",
+    "invalid_params",
+    "max_total_timeout_error",
+    "method_not_found",
+    "outcome_unknown_error",
+    "timeout_error",
+]

@@ -1,7 +1,7 @@
 """Input-handler rules: which kind a request is, what it must carry, what a handler may answer.
 
 The same ``input_handlers`` answer 2026-07-28 input requests (embedded in ``input_required``
-results) and the server-to-client requests of initialize-era connections. Kinds are keyed by
+results) and the server-to-client requests of session-era connections. Kinds are keyed by
 method and mode: a form elicitation is ``"form"``, a URL elicitation ``"url"``, a sampling
 request ``"sampling"`` and a roots request ``"roots"``.
 
@@ -9,21 +9,36 @@ Nothing here calls a handler. :func:`plan_round` matches and checks every reques
 first, so that the caller runs handlers only when all of them can be answered;
 :func:`check_server_request` does the same for one server request. :func:`valid_response`
 checks what a handler returned before it is sent.
+
+The rounds of one call are a small immutable state machine, in the manner of
+``protocol/paging.py``::
+
+    state = inputs.start_rounds(max_input_rounds, handlers)
+    while True:
+        step = inputs.next_round(state, interpret(send(responses, request_state)))
+        if isinstance(step, inputs.Done):
+            return step.outcome                     # step.rounds: the rounds answered
+        state = step.state
+        responses = run(step.tasks) if step.tasks else None   # the handlers, in order
+        request_state = step.request_state
+        wait(step.pause)                            # a state-only round is paced
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Container, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
 from snodo.protocol.errors import (
+    CONNECTION_CLOSED,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
     McpError,
     connection_error,
 )
+from snodo.protocol.results import InputRequired
 
 #: The input-request kinds a handler can be installed for.
 KINDS: Final = ("form", "url", "sampling", "roots")
@@ -42,6 +57,9 @@ _DESCRIPTIONS: Final[dict[str, str]] = {
     "sampling": "sampling",
     "roots": "roots",
 }
+
+#: The pause before re-sending a result that carried only a requestState (as the TS client does).
+STATE_ONLY_RETRY_DELAY: Final = 0.25
 
 _ELICITATION_ACTIONS: Final = frozenset({"accept", "decline", "cancel"})
 _ROLES: Final = frozenset({"user", "assistant"})
@@ -326,8 +344,10 @@ def _malformed(message: str, key: Any) -> McpError:
     return connection_error(message, cause=("malformed_input_request", key))
 
 
-def plan_round(input_requests: Any, handlers: Mapping[str, Callable[..., Any]]) -> list[InputTask]:
+def plan_round(input_requests: Any, handlers: Container[str]) -> list[InputTask]:
     """Match every input request of a round to a handler, in the sort order of the keys.
+
+    ``handlers`` is what holds the kinds with a handler (the handlers mapping, or its keys).
 
     Raises before any handler could run: -32000 (``kind="transport"``) for a malformed request
     and -32602 for a kind without a handler. ``None`` (no ``inputRequests``) is an empty round.
@@ -398,19 +418,108 @@ def check_server_request(
     return kind, handler_params(kind, params)
 
 
+# -- the rounds of one call ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RoundState:
+    """Where a multi round-trip call stands: the rounds answered and the last input request."""
+
+    #: Rounds the client answers at most (``max_input_rounds``).
+    max_rounds: int
+    #: The kinds with an input handler; none: an ``input_required`` result goes to the caller.
+    kinds: frozenset[str]
+    #: Rounds answered so far.
+    rounds: int = 0
+    #: The last ``input_required`` result answered (errors after it carry it in their cause).
+    last: InputRequired | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    """Answer a round: run ``tasks`` (none for a state-only round), wait ``pause`` seconds, then
+    send the request again with the answers and ``request_state``."""
+
+    state: RoundState
+    tasks: tuple[InputTask, ...]
+    request_state: str | None
+    pause: float
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    """The call's outcome (a complete result, or an ``input_required`` one for the caller) and
+    the rounds answered to get it."""
+
+    outcome: dict[str, Any] | InputRequired
+    rounds: int
+
+
+def start_rounds(max_rounds: int, handlers: Mapping[str, Any]) -> RoundState:
+    """The state before the first response of a call."""
+    return RoundState(max_rounds, frozenset(handlers))
+
+
+def next_round(state: RoundState, outcome: dict[str, Any] | InputRequired) -> Send | Done:
+    """Take in one interpreted response; return the round to answer next, or the outcome.
+
+    Raises before any handler could run: -32000 (``kind="transport"``) once ``max_rounds``
+    rounds were answered and the server still asks, and :func:`plan_round`'s errors (with the
+    result that asked at the end of their cause).
+    """
+    if not isinstance(outcome, InputRequired) or not state.kinds:
+        return Done(outcome, state.rounds)
+    if state.rounds >= state.max_rounds:
+        raise McpError(
+            CONNECTION_CLOSED,
+            f"Maximum input rounds exceeded ({state.max_rounds})",
+            {"maxInputRounds": state.max_rounds},
+            kind="transport",
+            cause=("max_input_rounds", outcome),
+        )
+    try:
+        tasks = tuple(plan_round(outcome.input_requests, state.kinds))
+    except McpError as error:
+        raise with_last(error, outcome) from None
+    following = RoundState(state.max_rounds, state.kinds, state.rounds + 1, outcome)
+    pause = 0.0 if tasks else STATE_ONLY_RETRY_DELAY
+    return Send(following, tasks, outcome.request_state, pause)
+
+
+def with_last(error: McpError, last: InputRequired | None) -> McpError:
+    """``error`` with the last ``input_required`` result at the end of its cause (in place)."""
+    if last is None:
+        return error
+    cause = error.cause
+    if isinstance(cause, tuple):
+        error.cause = (*cause, last)
+    elif cause is None:
+        error.cause = (last,)
+    else:
+        error.cause = (cause, last)
+    return error
+
+
 __all__ = [
     "KINDS",
     "REQUIRED_KEYS",
+    "STATE_ONLY_RETRY_DELAY",
+    "Done",
     "InputTask",
+    "RoundState",
+    "Send",
     "check_server_request",
     "handler_params",
     "kind_of",
     "merge_capabilities",
+    "next_round",
     "params_ok",
     "plan_round",
+    "start_rounds",
     "valid_elicit_response",
     "valid_response",
     "valid_roots_response",
     "valid_sampling_response",
     "validate_handlers",
+    "with_last",
 ]

@@ -1,6 +1,6 @@
 """Version negotiation as pure decisions: which versions are allowed, how to connect, what won.
 
-The client (``snodo.client``) does the I/O; this module only decides. The flow, from the
+The client (``snodo.connections``) does the I/O; this module only decides. The flow, from the
 reference's "Protocol versions":
 
 1. :func:`allowed_versions` turns the ``protocol=`` option into the allowed versions, in the
@@ -22,9 +22,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
-from snodo import __version__
 from snodo.protocol.dialects import DIALECTS, SUPPORTED_VERSIONS, V2026_07_28
 from snodo.protocol.errors import (
     INVALID_PARAMS,
@@ -34,16 +33,10 @@ from snodo.protocol.errors import (
 )
 from snodo.protocol.results import interpret
 
-#: snodo's own version, sent as ``clientInfo.version`` unless the caller gives client info.
-SNODO_VERSION: Final[str] = __version__
-
-#: The ``Implementation`` sent when the caller gives no ``client_info``.
-DEFAULT_CLIENT_INFO: Final[dict[str, Any]] = {"name": "snodo", "version": SNODO_VERSION}
-
 
 @dataclass(frozen=True, slots=True)
 class Session:
-    """An initialize-era session: what ``initialize`` negotiated (public as ``snodo.Session``).
+    """A session-era session: what ``initialize`` negotiated (public as ``snodo.Session``).
 
     ``session_id`` is the ``Mcp-Session-Id`` the server issued over HTTP, if any.
     """
@@ -61,12 +54,11 @@ class Plan:
 
     ``stateless``: speak ``version`` at once and send nothing. ``initialize``: send
     ``initialize`` with ``version``. ``probe``: send ``server/discover`` on the stateless
-    ``version``; ``fallback`` is the highest allowed initialize-era version.
+    ``version`` (:func:`probe_verdict` reads the answer).
     """
 
     action: Literal["stateless", "initialize", "probe"]
     version: str
-    fallback: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +66,7 @@ class ProbeVerdict:
     """What the ``server/discover`` probe decided.
 
     ``use``: speak ``version`` statelessly on the same connection. ``initialize``: a listed
-    initialize-era version won; initialize with it on the same connection. ``fallback``: the
+    session-era version won; initialize with it on the same connection. ``fallback``: the
     server is not stateless; close and reopen the transport, then initialize with ``version``.
     """
 
@@ -142,7 +134,7 @@ def plan(allowed: Sequence[str]) -> Plan:
     """Decide the connect-time step: stateless at once, initialize at once, or probe.
 
     A pin or a single-era list skips the probe; both eras probe with the newest stateless
-    version and keep the highest initialize-era one as the fallback.
+    version (the highest session-era one is the fallback :func:`probe_verdict` picks).
     """
     ordered = _ordered(allowed)
     stateless = [v for v in ordered if _is_stateless(v)]
@@ -151,7 +143,7 @@ def plan(allowed: Sequence[str]) -> Plan:
         return Plan("stateless", stateless[0])
     if not stateless:
         return Plan("initialize", session[0])
-    return Plan("probe", stateless[0], session[0])
+    return Plan("probe", stateless[0])
 
 
 def probe_verdict(response: Mapping[str, Any] | None, allowed: Sequence[str]) -> ProbeVerdict:
@@ -165,7 +157,7 @@ def probe_verdict(response: Mapping[str, Any] | None, allowed: Sequence[str]) ->
     ordered = _ordered(allowed)
     session = [v for v in ordered if not _is_stateless(v)]
     if not session:
-        raise ValueError("probe_verdict needs an allowed initialize-era version to fall back to")
+        raise ValueError("probe_verdict needs an allowed session-era version to fall back to")
     fallback = ProbeVerdict("fallback", session[0])
     if response is None or not isinstance(response, Mapping):
         return fallback
@@ -205,6 +197,13 @@ def retries_unsupported_version(version: str, allowed: Sequence[str], error: Mcp
     data = error.data
     supported = data.get("supported") if isinstance(data, Mapping) else None
     return isinstance(supported, list) and version in supported
+
+
+def announces_standard_headers(allowed: Sequence[str]) -> bool:
+    """Whether a Streamable HTTP client sends the SEP-2243 ``Mcp-Method``/``Mcp-Name`` headers
+    on session-era POSTs too: when it also allows a stateless version (and so may have fallen
+    back), a server routing on those headers sees them on every POST."""
+    return any(_is_stateless(version) for version in allowed)
 
 
 def direct_version(allowed: Sequence[str], enabled: Sequence[str]) -> str:
@@ -276,15 +275,15 @@ def initialize_verdict(
 
 
 __all__ = [
-    "DEFAULT_CLIENT_INFO",
-    "SNODO_VERSION",
     "Plan",
     "ProbeVerdict",
     "Session",
     "allowed_versions",
+    "announces_standard_headers",
     "direct_version",
     "initialize_params",
     "initialize_verdict",
     "plan",
     "probe_verdict",
+    "retries_unsupported_version",
 ]

@@ -14,7 +14,12 @@ from typing import Any
 
 from snodo.protocol.dialects import Dialect
 from snodo.protocol.dialects.base import LIST_METHODS
-from snodo.protocol.errors import McpError, broken_response_error, connection_error
+from snodo.protocol.errors import (
+    HEADER_MISMATCH,
+    McpError,
+    broken_response_error,
+    connection_error,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +79,7 @@ def interpret(
         raise _unusable("The server sent a result that is not an object", response)
     result_type = result.get("resultType")
     if not dialect.stateless:
-        # Initialize-era results carry no resultType; only a multi round-trip answer is wrong.
+        # Session-era results carry no resultType; only a multi round-trip answer is wrong.
         if result_type == "input_required":
             raise _unusable(f"input_required is not allowed for {method}", result)
         return result
@@ -134,4 +139,12 @@ def page_of(method: str, result: dict[str, Any]) -> Page:
     return Page(items=items, next_cursor=cursor, result=result)
 
 
-__all__ = ["InputRequired", "Page", "interpret", "page_of"]
+def relists_on_header_mismatch(error: McpError, *, header_policy: bool, by_name: bool) -> bool:
+    """Whether a ``tools/call`` refused with -32020 is sent once more with the tool's listed
+    definition: only on a transport that derives ``Mcp-Param-*`` headers from definitions
+    (``TransportTraits.header_policy``), and only for a tool called by name (a call that came
+    with its definition already sent the headers it could)."""
+    return error.code == HEADER_MISMATCH and header_policy and by_name
+
+
+__all__ = ["InputRequired", "Page", "interpret", "page_of", "relists_on_header_mismatch"]

@@ -7,7 +7,7 @@ subscription carries ``_meta["io.modelcontextprotocol/subscriptionId"]`` = the l
 id. The stream ends gracefully with a result for the listen id or ``notifications/cancelled``
 for it; a transport close is an abrupt end.
 
-Initialize era (docs/decisions/0017): the same filter maps onto ``resources/subscribe`` for
+Session era (docs/decisions/0017): the same filter maps onto ``resources/subscribe`` for
 ``resourceSubscriptions`` and the session's unsolicited list-changed notifications, filtered
 here (:func:`matches`) to what was asked.
 """
@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from snodo.protocol.errors import McpError, invalid_params
+from snodo.protocol.meta import SUBSCRIPTION_ID_KEY
 
-SUBSCRIPTION_ID_KEY: Final = "io.modelcontextprotocol/subscriptionId"
 ACKNOWLEDGED: Final = "notifications/subscriptions/acknowledged"
 CANCELLED: Final = "notifications/cancelled"
 RESOURCE_UPDATED: Final = "notifications/resources/updated"
@@ -193,7 +193,7 @@ def matches(accepted: Mapping[str, Any], method: str, params: Mapping[str, Any] 
 def session_accepts(
     requested: Mapping[str, Any], capabilities: Mapping[str, Any]
 ) -> tuple[dict[str, Any], list[str]]:
-    """Initialize era: the flags the server's capabilities can honour, and the URIs to send
+    """Session era: the flags the server's capabilities can honour, and the URIs to send
     ``resources/subscribe`` for (only when it declares ``resources.subscribe``)."""
     accepted: dict[str, Any] = {}
     for flag, kind in FLAG_KINDS.items():
@@ -223,7 +223,7 @@ def acknowledgement(sid: SubscriptionId, accepted: Mapping[str, Any]) -> dict[st
 def stream_notification(
     sid: SubscriptionId | None, method: str, params: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
-    """A notification on subscription ``sid`` (None: an initialize-era session notification)."""
+    """A notification on subscription ``sid`` (None: an session-era session notification)."""
     body = dict(params) if params else {}
     if sid is not None:
         body["_meta"] = {**body.get("_meta", {}), SUBSCRIPTION_ID_KEY: sid}
@@ -248,3 +248,38 @@ def check_buffer(max_buffer: object, overflow: object) -> None:
         raise ValueError("max_buffer must be a positive integer")
     if overflow not in OVERFLOW_POLICIES:
         raise ValueError(f"overflow must be one of {OVERFLOW_POLICIES}, got {overflow!r}")
+
+
+__all__ = [
+    "ACKNOWLEDGED",
+    "CANCELLED",
+    "FLAG_KINDS",
+    "LIST_FLAGS",
+    "METHOD_FLAGS",
+    "OVERFLOW_POLICIES",
+    "RESOURCES_KEY",
+    "RESOURCE_UPDATED",
+    "SUBSCRIPTION_ID_KEY",
+    "Acknowledged",
+    "Closed",
+    "Dropped",
+    "Ended",
+    "Event",
+    "Notification",
+    "SubscriptionEvent",
+    "SubscriptionId",
+    "Verdict",
+    "acknowledgement",
+    "cancelled_id",
+    "check_buffer",
+    "client_filter",
+    "honoured",
+    "listen_result",
+    "matches",
+    "read_notification",
+    "read_response",
+    "session_accepts",
+    "stream_notification",
+    "subscription_id",
+    "validate_filter",
+]

@@ -29,11 +29,6 @@ def get(version: str) -> Dialect:
     return DIALECTS[version]
 
 
-def is_supported(version: object) -> bool:
-    """True when ``version`` is a version string snodo speaks."""
-    return isinstance(version, str) and version in DIALECTS
-
-
 __all__ = [
     "DIALECTS",
     "LATEST",
@@ -44,5 +39,4 @@ __all__ = [
     "Dialect",
     "Era",
     "get",
-    "is_supported",
 ]

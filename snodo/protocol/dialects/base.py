@@ -40,7 +40,7 @@ class Dialect:
     """One protocol version's catalog, derived from that version's ``schema.ts`` unions.
 
     ``server_requests`` holds what the server may ask of the client: real JSON-RPC requests on
-    initialize-era versions, and the input requests embedded in ``input_required`` results on
+    session-era versions, and the input requests embedded in ``input_required`` results on
     2026-07-28 (which has no ``ServerRequest`` union).
     """
 
@@ -71,7 +71,7 @@ class Dialect:
     def check_client_request(self, method: str) -> None:
         """Refuse, before anything is sent, a method this dialect does not let a client request.
 
-        Initialize-era: anything that is not a client request is refused with -32601.
+        Session-era: anything that is not a client request is refused with -32601.
         2026-07-28: a method listed only as a server request or a notification is refused the
         same way; an unlisted method is allowed, because negotiated extensions add methods.
         """
@@ -82,3 +82,6 @@ class Dialect:
 
     def _refusal(self, method: str) -> McpError:
         return method_not_found(method, protocolVersion=self.version)
+
+
+__all__ = ["INPUT_METHODS", "LIST_KINDS", "LIST_METHODS", "MRTR_METHODS", "Dialect", "Era"]

@@ -1,4 +1,4 @@
-"""What the initialize-era versions (2025-11-25, 2025-06-18) share."""
+"""What the session-era versions (2025-11-25, 2025-06-18) share."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ def session_dialect(
     client_notifications: frozenset[str],
     server_notifications: frozenset[str],
 ) -> Dialect:
-    """An initialize-era dialect: no ``_meta`` requirements, no cache hints, no MRTR."""
+    """An session-era dialect: no ``_meta`` requirements, no cache hints, no MRTR."""
     return Dialect(
         version=version,
         era="session",
@@ -24,7 +24,7 @@ def session_dialect(
     )
 
 
-#: Methods every initialize-era version defines for client → server requests.
+#: Methods every session-era version defines for client → server requests.
 COMMON_CLIENT_REQUESTS: frozenset[str] = frozenset(
     {
         "initialize",
@@ -67,3 +67,12 @@ COMMON_SERVER_NOTIFICATIONS: frozenset[str] = frozenset(
         "notifications/prompts/list_changed",
     }
 )
+
+
+__all__ = [
+    "COMMON_CLIENT_NOTIFICATIONS",
+    "COMMON_CLIENT_REQUESTS",
+    "COMMON_SERVER_NOTIFICATIONS",
+    "COMMON_SERVER_REQUESTS",
+    "session_dialect",
+]

@@ -1,4 +1,4 @@
-"""Protocol 2025-06-18 (initialize era)."""
+"""Protocol 2025-06-18 (session era)."""
 
 from snodo.protocol.dialects.session import (
     COMMON_CLIENT_NOTIFICATIONS,
@@ -15,3 +15,6 @@ DIALECT = session_dialect(
     client_notifications=COMMON_CLIENT_NOTIFICATIONS,
     server_notifications=COMMON_SERVER_NOTIFICATIONS,
 )
+
+
+__all__ = ["DIALECT"]

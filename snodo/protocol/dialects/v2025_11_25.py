@@ -1,4 +1,4 @@
-"""Protocol 2025-11-25 (initialize era): 2025-06-18 plus core tasks and URL elicitation."""
+"""Protocol 2025-11-25 (session era): 2025-06-18 plus core tasks and URL elicitation."""
 
 from snodo.protocol.dialects.session import (
     COMMON_CLIENT_NOTIFICATIONS,
@@ -18,3 +18,6 @@ DIALECT = session_dialect(
     server_notifications=COMMON_SERVER_NOTIFICATIONS
     | {"notifications/tasks/status", "notifications/elicitation/complete"},
 )
+
+
+__all__ = ["DIALECT"]

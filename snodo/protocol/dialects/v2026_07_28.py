@@ -48,3 +48,6 @@ DIALECT = Dialect(
     cacheable_methods=CACHEABLE,
     mrtr_methods=MRTR_METHODS,
 )
+
+
+__all__ = ["CACHEABLE", "DIALECT"]

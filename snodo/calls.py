@@ -1,0 +1,372 @@
+"""The call pipeline: one request, from a method and its params to its outcome, rounds included.
+
+The seam. A :class:`CallPipeline` is built from a transport, the negotiated dialect and the
+:class:`~snodo.options.ClientOptions`; it knows no ``Client``. Whoever drives calls (the sync
+``Client``, ``snodo.aio``, the fleet) holds one and calls :meth:`CallPipeline.run` with the
+method, the params and the call's :class:`~snodo.options.CallOptions`; ``run`` returns
+``protocol.inputs.Done`` (the outcome and the input rounds answered to get it) or raises
+``McpError``. One ``run``:
+
+1. merges the call's options with the client's into the transport's ``RequestOptions``;
+2. sends the request: a fresh id, the params and ``_meta`` from ``protocol.meta``, the message
+   from ``protocol.jsonrpc.request``; the progress token is the request id;
+3. reads the answer (``protocol.results.interpret``); a -32022 naming the connection's version
+   sends it once more as it was (``protocol.negotiation``);
+4. drives the input rounds (``protocol.inputs.next_round``): runs the input handlers of a round
+   in the calling thread, one at a time, and sends again.
+
+What it leaves to its driver: checking the method against the dialect and whether the
+connection is closed, paging, and the -32020 re-list. The response cache wraps ``run``
+(:class:`CachedCalls` has the same ``run``), and :func:`answer_server_request` answers the
+server-to-client requests that arrive during a call, or outside one, through the same handlers.
+"""
+
+from __future__ import annotations
+
+import itertools
+import queue
+import threading
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass, replace
+from functools import partial
+from typing import Any, cast
+
+import orjson
+
+from snodo.cache import ResponseCache, fresh_namespace, shared_cache
+from snodo.options import NO_CALL_OPTIONS, CallOptions, ClientOptions, ProgressTarget, check_timeout
+from snodo.protocol import caching, errors, inputs, jsonrpc, negotiation, results
+from snodo.protocol.dialects import Dialect
+from snodo.protocol.errors import HandlerError, McpError
+from snodo.protocol.inputs import Done, InputTask
+from snodo.protocol.meta import build_params
+from snodo.protocol.results import InputRequired
+from snodo.protocol.trace import validate_trace_context
+from snodo.transports.base import RequestOptions, Transport, cache_identity_of
+
+#: Request ids are fresh integers, unique in the process, so one client can be shared freely.
+_ids = itertools.count(1)
+
+Outcome = dict[str, Any] | InputRequired
+Handlers = Mapping[str, Callable[[dict[str, Any]], Any]]
+
+
+def next_request_id() -> int:
+    """A fresh request id."""
+    return next(_ids)
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """A progress report delivered to a queue or an actor: the ``notifications/progress`` params."""
+
+    params: dict[str, Any]
+
+
+class CallPipeline:
+    """Sends calls on one connection and drives their input rounds (see the module docstring)."""
+
+    __slots__ = ("_answer", "_base", "_handlers", "_rounds", "dialect", "options", "transport")
+
+    def __init__(self, transport: Transport, dialect: Dialect, options: ClientOptions) -> None:
+        self.transport = transport
+        self.dialect = dialect
+        self.options = options
+        self._handlers: Handlers = options.input_handlers
+        self._answer = partial(answer_server_request, options.input_handlers)
+        #: The options of a call given none of its own (most calls).
+        self._base = RequestOptions(
+            dialect=dialect,
+            timeout=options.timeout,
+            on_server_request=self._answer,
+            reset_timeout_on_progress=options.reset_timeout_on_progress,
+            max_total_timeout=options.max_total_timeout,
+        )
+        self._rounds = inputs.start_rounds(options.max_input_rounds, options.input_handlers)
+
+    def request_options(self, call: CallOptions) -> RequestOptions:
+        """The transport's options for a call: the client's, with what the call overrides."""
+        if (
+            call.timeout is None
+            and call.progress is None
+            and call.tool is None
+            and call.reset_timeout_on_progress is None
+            and call.max_total_timeout is None
+        ):
+            return self._base
+        check_timeout("timeout", call.timeout)
+        client = self.options
+        return RequestOptions(
+            dialect=self.dialect,
+            timeout=call.timeout if call.timeout is not None else client.timeout,
+            on_progress=progress_sink(call.progress),
+            on_server_request=self._answer,
+            reset_timeout_on_progress=(
+                call.reset_timeout_on_progress
+                if call.reset_timeout_on_progress is not None
+                else client.reset_timeout_on_progress
+            ),
+            max_total_timeout=(
+                call.max_total_timeout
+                if call.max_total_timeout is not None
+                else client.max_total_timeout
+            ),
+            tool=call.tool,
+        )
+
+    def run(
+        self, method: str, params: Mapping[str, Any] | None, call: CallOptions = NO_CALL_OPTIONS
+    ) -> Done:
+        """Send ``method`` and drive it to its outcome (see the module docstring)."""
+        if call is NO_CALL_OPTIONS:
+            options = self._base
+            rounds = self._rounds
+            trace = None
+        else:
+            trace = (
+                validate_trace_context(call.trace_context)
+                if call.trace_context is not None
+                else None
+            )
+            options = self.request_options(call)
+            rounds = self._rounds
+            if call.max_input_rounds is not None:
+                rounds = inputs.start_rounds(call.max_input_rounds, self._handlers)
+        dialect = self.dialect
+        client = self.options
+        transport = self.transport
+        progress = options.on_progress is not None
+        responses = call.input_responses
+        request_state = call.request_state
+        retried = False
+        while True:
+            request_id = next(_ids)
+            message = jsonrpc.request(
+                request_id,
+                method,
+                build_params(
+                    dialect,
+                    params,
+                    client_info=client.client_info,
+                    client_capabilities=client.client_capabilities,
+                    meta=call.meta,
+                    trace=trace,
+                    progress_token=request_id if progress else None,
+                    input_responses=responses,
+                    request_state=request_state,
+                ),
+            )
+            try:
+                outcome = results.interpret(dialect, method, transport.request(message, options))
+            except McpError as error:
+                if not retried and negotiation.retries_unsupported_version(
+                    dialect.version, client.protocol, error
+                ):
+                    retried = True  # -32022 naming our version: send it once more
+                    continue
+                raise inputs.with_last(error, rounds.last) from None
+            step = inputs.next_round(rounds, outcome)
+            if isinstance(step, Done):
+                return step
+            rounds = step.state
+            responses = (
+                answer_round(step.tasks, self._handlers, rounds.last) if step.tasks else None
+            )
+            request_state = step.request_state
+            if step.pause:
+                _pause(step.pause)
+
+    def listen_message(
+        self,
+        notifications: dict[str, Any],
+        timeout: float | None,
+        meta: Mapping[str, Any] | None,
+        trace_context: Mapping[str, Any] | None,
+    ) -> tuple[dict[str, Any], RequestOptions]:
+        """The ``subscriptions/listen`` request (2026-07-28) and the options to send it with."""
+        trace = validate_trace_context(trace_context) if trace_context is not None else None
+        client = self.options
+        params = build_params(
+            self.dialect,
+            {"notifications": notifications},
+            client_info=client.client_info,
+            client_capabilities=client.client_capabilities,
+            meta=meta,
+            trace=trace,
+        )
+        message = jsonrpc.request(next(_ids), "subscriptions/listen", params)
+        return message, replace(self._base, timeout=timeout)
+
+
+class CachedCalls:
+    """The response cache around a pipeline: serves a fresh stored result, or runs the call and
+    stores what it may store (docs/decisions/0019). ``run`` is the pipeline's ``run``."""
+
+    __slots__ = ("_base", "_cache", "_credential", "_namespace", "pipeline")
+
+    def __init__(self, pipeline: CallPipeline, cache: ResponseCache | None = None) -> None:
+        self.pipeline = pipeline
+        self._cache = cache if cache is not None else shared_cache()
+        transport = pipeline.transport
+        identity = cache_identity_of(transport)
+        namespace = identity.namespace
+        if namespace is None:
+            kind = type(transport)
+            namespace = fresh_namespace(f"custom:{kind.__module__}.{kind.__qualname__}")
+        #: What invalidation matches: this connection's (or its endpoint's) namespace.
+        self._namespace: Hashable = namespace
+        #: The private partition (hashed credentials); None: private results are never stored.
+        self._credential = identity.credential
+        client = pipeline.options
+        #: The prefix of every key: namespace, protocol and client metadata.
+        self._base = caching.client_base(
+            namespace, pipeline.dialect.version, client.client_info, client.client_capabilities
+        )
+
+    def run(
+        self, method: str, params: Mapping[str, Any] | None, call: CallOptions = NO_CALL_OPTIONS
+    ) -> Done:
+        """Serve ``method`` from the cache when it may be, else run it (and maybe store it)."""
+        if not caching.may_use_cache(
+            method, bypass=call.bypass_cache, per_call_options=call.beyond_timeout
+        ):
+            return self.pipeline.run(method, params, call)
+        cache = self._cache
+        check_timeout("timeout", call.timeout)
+        arg = caching.params_key(params)
+        public = caching.public_key(self._base, method, arg)
+        data = cache.get(public)
+        if data is not None:
+            return Done(orjson.loads(data), 0)
+        credential_of = self._credential
+        credential = credential_of() if credential_of is not None else None
+        if credential is not None:
+            data = cache.get(caching.private_key(self._base, method, arg, credential))
+            if data is not None:
+                return Done(orjson.loads(data), 0)
+        generation = cache.generation  # read before sending: an invalidation after it wins
+        done = self.pipeline.run(method, params, call)
+        arrived = cache.clock()
+        hint = caching.storable(done.outcome)
+        if hint is None or done.rounds:  # the result of an answered input round is never stored
+            return done
+        if hint.scope == "public":
+            key = public
+        elif credential is None or credential_of is None or credential_of() != credential:
+            return done  # unknown credentials, or they changed while the call was out
+        else:
+            key = caching.private_key(self._base, method, arg, credential)
+        try:
+            encoded = orjson.dumps(done.outcome)
+        except (TypeError, ValueError):
+            return done  # not plain JSON (an integer beyond 64 bits): not stored
+        cache.put(
+            key,
+            encoded,
+            expires=arrived + hint.ttl,
+            generation=generation,
+            namespace=self._namespace,
+            method=method,
+            uri=caching.read_uri(method, params),
+        )
+        return done
+
+    def observe(self, method: str, params: dict[str, Any]) -> None:
+        """A subscription notification arrived: drop the cached results it names."""
+        change = caching.invalidation(method, params)
+        if change is not None:
+            self._cache.invalidate(self._namespace, change)
+
+
+def answer_round(
+    tasks: tuple[InputTask, ...], handlers: Handlers, pending: InputRequired | None
+) -> dict[str, Any]:
+    """Run the handlers of one planned round, in order; the answers keyed like the requests.
+
+    A failing handler is -32603 with the input request's key and ``pending`` (the result that
+    asked) in its cause; so is an answer that does not fit the kind.
+    """
+    answers: dict[str, Any] = {}
+    for task in tasks:
+        try:
+            response = handlers[task.kind](task.params)
+        except HandlerError as failure:
+            raise errors.internal_error(
+                f"Input handler for {task.key!r} failed",
+                cause=("input_handler", task.key, failure.reason, pending),
+            ) from None
+        if not inputs.valid_response(task.kind, response):
+            raise errors.internal_error(
+                f"Input handler for {task.key!r} returned an invalid {task.kind} response",
+                cause=("input_handler", task.key, ("invalid_response", response), pending),
+            )
+        answers[task.key] = response
+    return answers
+
+
+def answer_server_request(handlers: Handlers, method: str, params: Any) -> dict[str, Any]:
+    """Answer a request the server sent the client, through the input handlers.
+
+    ``ping`` is answered ``{}`` without a handler; a kind without a handler is -32601, params
+    lacking the kind's keys -32602, a handler that fails (HandlerError) or returns an invalid
+    response -32603. Any other exception a handler raises propagates to the caller.
+    """
+    checked = inputs.check_server_request(method, params, handlers)
+    if checked is None:
+        return {}
+    kind, handler_params = checked
+    try:
+        response = handlers[kind](handler_params)
+    except HandlerError as failure:
+        raise errors.internal_error(
+            f"Input handler for {method} failed", cause=("input_handler", failure.reason)
+        ) from None
+    if not inputs.valid_response(kind, response):
+        raise errors.internal_error(
+            f"Input handler for {method} returned an invalid response",
+            cause=("input_handler", ("invalid_response", response)),
+        )
+    return cast("dict[str, Any]", response)
+
+
+def progress_sink(target: ProgressTarget) -> Callable[[dict[str, Any]], None] | None:
+    """Turn ``progress=`` (a callable, a queue, or an actor ref) into a params consumer."""
+    if target is None:
+        return None
+    if isinstance(target, queue.Queue):
+        q: queue.Queue[Any] = target
+
+        def to_queue(params: dict[str, Any]) -> None:
+            try:
+                q.put_nowait(Progress(params))
+            except queue.Full:
+                pass  # the caller's own bounded queue; a full one drops the report
+
+        return to_queue
+    tell = getattr(target, "tell", None)
+    if callable(tell) and hasattr(target, "actor_urn"):
+
+        def to_actor(params: dict[str, Any]) -> None:
+            tell(Progress(params))
+
+        return to_actor
+    if callable(target):
+        return cast("Callable[[dict[str, Any]], None]", target)
+    raise TypeError("progress must be a callable, a queue.Queue or a Pykka ActorRef")
+
+
+def _pause(seconds: float) -> None:
+    """Wait ``seconds`` (the state-only round's pacing)."""
+    threading.Event().wait(seconds)
+
+
+__all__ = [
+    "CachedCalls",
+    "CallPipeline",
+    "Outcome",
+    "Progress",
+    "answer_round",
+    "answer_server_request",
+    "next_request_id",
+    "progress_sink",
+]

@@ -1,0 +1,201 @@
+"""The client's options: :class:`ClientOptions` for a connection, :class:`CallOptions` for a call.
+
+``ClientOptions`` is checked once, at connect time, by :func:`build_options`, whose keywords are
+its fields (``connect`` and ``direct`` spell them out again for IDEs and hand them over with
+:func:`client_keywords`). ``CallOptions`` is what one ``Client`` method was given; the call
+pipeline (``snodo.calls``) merges the two into the transport's ``RequestOptions``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, dataclass, fields
+from typing import Any, Final
+
+from snodo import __version__
+from snodo.protocol import inputs, negotiation
+
+#: What ``progress=`` may be: a callable, a ``queue.Queue``, or a Pykka ``ActorRef``.
+ProgressTarget = Any
+
+#: The ``Implementation`` sent when the caller gives no ``client_info``.
+DEFAULT_CLIENT_INFO: Final[dict[str, Any]] = {"name": "snodo", "version": __version__}
+
+
+@dataclass(frozen=True, slots=True)
+class ClientOptions:
+    """The client-wide options, validated once at connect time.
+
+    A field without a default is derived from its keyword (``None`` by default): ``protocol``
+    from the allowed versions, ``client_info`` from :data:`DEFAULT_CLIENT_INFO`, and
+    ``client_capabilities`` from the declared ones merged with the input handlers' entries.
+    """
+
+    protocol: tuple[str, ...]
+    client_info: dict[str, Any] | None
+    client_capabilities: dict[str, Any]
+    input_handlers: dict[str, Callable[[dict[str, Any]], Any]]
+    timeout: float | None = 30.0
+    max_input_rounds: int = 10
+    max_pages: int = 1000
+    reset_timeout_on_progress: bool = False
+    max_total_timeout: float | None = 600.0
+    #: Use the process's response cache (``snodo.cache``) for cacheable results.
+    cache: bool = False
+
+
+#: The keywords of :func:`build_options` (and the client options of ``connect``/``direct``)
+#: with their defaults: each field's default, ``None`` for a derived one.
+OPTION_DEFAULTS: Final[dict[str, Any]] = {
+    f.name: None if f.default is MISSING else f.default for f in fields(ClientOptions)
+}
+
+
+def build_options(**given: Any) -> ClientOptions:
+    """Validate the options every connection shares (an unknown keyword is a TypeError)."""
+    for name in given:
+        if name not in OPTION_DEFAULTS:
+            raise TypeError(f"build_options() got an unexpected keyword argument {name!r}")
+    value = {**OPTION_DEFAULTS, **given}
+    if not isinstance(value["cache"], bool):
+        raise TypeError("cache must be True or False")
+    handlers = inputs.validate_handlers(value["input_handlers"])
+    check_positive_int("max_input_rounds", value["max_input_rounds"], allow_zero=True)
+    check_positive_int("max_pages", value["max_pages"])
+    check_timeout("timeout", value["timeout"])
+    check_timeout("max_total_timeout", value["max_total_timeout"])
+    client_info = value["client_info"]
+    info = dict(client_info) if client_info is not None else dict(DEFAULT_CLIENT_INFO)
+    return ClientOptions(
+        protocol=negotiation.allowed_versions(value["protocol"]),
+        client_info=info,
+        client_capabilities=inputs.merge_capabilities(value["client_capabilities"], handlers),
+        input_handlers=handlers,
+        timeout=value["timeout"],
+        max_input_rounds=value["max_input_rounds"],
+        max_pages=value["max_pages"],
+        reset_timeout_on_progress=value["reset_timeout_on_progress"],
+        max_total_timeout=value["max_total_timeout"],
+        cache=value["cache"],
+    )
+
+
+def client_keywords(keywords: Mapping[str, Any]) -> dict[str, Any]:
+    """The client options among a function's keywords (``connect`` and ``direct`` pass
+    ``locals()``, so each option is named once in their signatures and nowhere else)."""
+    return {name: keywords[name] for name in OPTION_DEFAULTS}
+
+
+@dataclass(frozen=True, slots=True)
+class CallOptions:
+    """What one call was given besides its method and params (``None``: the client's option).
+
+    Built once by each ``Client`` method (:func:`call_options`); the pipeline merges it with
+    :class:`ClientOptions` into the transport's ``RequestOptions``.
+    """
+
+    timeout: float | None = None
+    progress: ProgressTarget = None
+    meta: Mapping[str, Any] | None = None
+    trace_context: Mapping[str, Any] | None = None
+    input_responses: Mapping[str, Any] | None = None
+    request_state: str | None = None
+    max_input_rounds: int | None = None
+    reset_timeout_on_progress: bool | None = None
+    max_total_timeout: float | None = None
+    #: The tool definition ``call_tool`` was given (HTTP derives ``Mcp-Param-*`` from it).
+    tool: Mapping[str, Any] | None = None
+    bypass_cache: bool = False
+
+    @property
+    def beyond_timeout(self) -> bool:
+        """Whether the call carries a per-call option other than ``timeout``/``bypass_cache``."""
+        return not (
+            self.progress is None
+            and self.meta is None
+            and self.trace_context is None
+            and self.input_responses is None
+            and self.request_state is None
+            and self.max_input_rounds is None
+            and self.reset_timeout_on_progress is None
+            and self.max_total_timeout is None
+            and self.tool is None
+        )
+
+
+#: The options of a call that was given none (shared: most calls are given none).
+NO_CALL_OPTIONS: Final = CallOptions()
+
+
+def call_options(
+    timeout: float | None = None,
+    progress: ProgressTarget = None,
+    meta: Mapping[str, Any] | None = None,
+    trace_context: Mapping[str, Any] | None = None,
+    input_responses: Mapping[str, Any] | None = None,
+    request_state: str | None = None,
+    max_input_rounds: int | None = None,
+    reset_timeout_on_progress: bool | None = None,
+    max_total_timeout: float | None = None,
+    tool: Mapping[str, Any] | None = None,
+    bypass_cache: bool = False,
+) -> CallOptions:
+    """The :class:`CallOptions` of one call (:data:`NO_CALL_OPTIONS` when it was given none)."""
+    if (
+        timeout is None
+        and progress is None
+        and meta is None
+        and trace_context is None
+        and input_responses is None
+        and request_state is None
+        and max_input_rounds is None
+        and reset_timeout_on_progress is None
+        and max_total_timeout is None
+        and tool is None
+        and not bypass_cache
+    ):
+        return NO_CALL_OPTIONS
+    return CallOptions(
+        timeout,
+        progress,
+        meta,
+        trace_context,
+        input_responses,
+        request_state,
+        max_input_rounds,
+        reset_timeout_on_progress,
+        max_total_timeout,
+        tool,
+        bypass_cache,
+    )
+
+
+def check_positive_int(name: str, value: object, *, allow_zero: bool = False) -> None:
+    """Refuse anything but an ``int`` (not a bool) of at least 1 (0 with ``allow_zero``)."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < (0 if allow_zero else 1):
+        raise ValueError(f"{name} must be a {'non-negative' if allow_zero else 'positive'} integer")
+
+
+def check_timeout(name: str, value: object, *, optional: bool = True) -> None:
+    """Refuse anything but a positive number of seconds (not a bool), or ``None`` if optional."""
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        if optional:
+            raise ValueError(f"{name} must be a positive number of seconds or None")
+        raise ValueError(f"{name} must be a positive number of seconds")
+
+
+__all__ = [
+    "DEFAULT_CLIENT_INFO",
+    "NO_CALL_OPTIONS",
+    "OPTION_DEFAULTS",
+    "CallOptions",
+    "ClientOptions",
+    "ProgressTarget",
+    "build_options",
+    "call_options",
+    "check_positive_int",
+    "check_timeout",
+    "client_keywords",
+]
