@@ -86,7 +86,7 @@ class LineFramer:
             data = data[start:]
         lines = data.split(b"\n")
         tail = lines.pop()
-        for line in lines:
+        for line in lines:  # _append_line inlined: this loop runs once per stdio message
             if len(line) > limit:
                 out.append(Oversized(len(line)))
                 continue

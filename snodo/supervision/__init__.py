@@ -37,6 +37,7 @@ from snodo.supervision.core import current_actor, service_threads
 from snodo.supervision.owner import (
     Owner,
     OwnerKind,
+    OwnerWatch,
     Watch,
     current_owner,
     green_mode,
@@ -102,6 +103,7 @@ __all__ = [
     "MonitorRef",
     "Owner",
     "OwnerKind",
+    "OwnerWatch",
     "PooledActor",
     "Reason",
     "Registry",

@@ -35,7 +35,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from pykka._envelope import Envelope  # noqa: PLC2701  # Pykka's message carrier (see above)
+from pykka._envelope import Envelope  # Pykka's message carrier (annotations only)
 from pykka.messages import _ActorStop  # noqa: PLC2701  # what ref.stop() sends (see above)
 
 from snodo.supervision.reasons import ActorDead, Down, Exit, InboxFull, Reason

@@ -4,7 +4,7 @@ What a client or subscription owns closes when its owner ends. ``current_owner()
 names the owner of the calling code: the running snodo actor if any; else, when
 threading is monkey-patched by gevent, the current ``gevent.Greenlet`` (not the hub, not
 a raw greenlet); else the current OS thread. ``watch(owner, callback)`` calls
-``callback(reason)`` once when the owner ends; ``Watch.cancel()`` withdraws it.
+``callback(reason)`` once when the owner ends; ``OwnerWatch.cancel()`` withdraws it.
 
 How each kind is watched, with no polling and no thread per watched thread:
 
@@ -49,7 +49,16 @@ from snodo.supervision.actor import exit_reason
 from snodo.supervision.core import add_exit_callback, current_actor, proc_of
 from snodo.supervision.reasons import KILLED, NORMAL, Crash, Reason
 
-__all__ = ["Owner", "OwnerKind", "Watch", "current_owner", "green_mode", "owner_of", "watch"]
+__all__ = [
+    "Owner",
+    "OwnerKind",
+    "OwnerWatch",
+    "Watch",
+    "current_owner",
+    "green_mode",
+    "owner_of",
+    "watch",
+]
 
 OwnerKind: TypeAlias = Literal["actor", "greenlet", "thread"]
 
@@ -286,10 +295,10 @@ def owner_of(target: Any) -> Owner:
     raise TypeError(msg)
 
 
-class Watch:
+class OwnerWatch:
     """A pending ``callback(reason)`` for the end of an owner; fires at most once.
 
-    ``Watch(owner, callback)`` is ``watch(owner, callback)``: it is armed when made.
+    ``OwnerWatch(owner, callback)`` is ``watch(owner, callback)``: it is armed when made.
     """
 
     __slots__ = ("__weakref__", "_callback", "_cancel", "_done", "_lock", "owner")
@@ -326,14 +335,18 @@ class Watch:
         return True
 
 
-def watch(owner: Owner, callback: Callable[[Reason], None]) -> Watch:
+def watch(owner: Owner, callback: Callable[[Reason], None]) -> OwnerWatch:
     """Call ``callback(reason)`` once, when ``owner`` ends (soon, if it already has).
 
     Where it runs: actor owners, in the ending actor's thread; greenlets, in a new raw
     greenlet; threads, in the shared "snodo-owner-watch" thread. Keep it short (tell an
     actor, set an event); its exceptions are logged and dropped.
     """
-    return Watch(owner, callback)
+    return OwnerWatch(owner, callback)
+
+
+Watch = OwnerWatch
+"""Transitional: the old name, until transports/stdio.py and subscription.py say OwnerWatch."""
 
 
 def _on_end(owner: Owner, fire: Callable[[Reason], None]) -> Callable[[], bool]:

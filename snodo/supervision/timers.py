@@ -262,14 +262,21 @@ class TimerService:
                 self._cond.notify()  # a new earliest deadline
         if start is not None:
             try:
-                start.start()
+                self._start(start)
             except BaseException:
-                with self._lock:
-                    if self._thread is start:
-                        self._thread = None
                 self.cancel(timer)
                 raise
         return timer
+
+    def _start(self, thread: threading.Thread) -> None:
+        """Start the timer thread; if it cannot start, it is not the timer thread (and raise)."""
+        try:
+            thread.start()
+        except BaseException:
+            with self._lock:
+                if self._thread is thread:
+                    self._thread = None
+            raise
 
     def _next(self, me: threading.Thread) -> Timer | None:
         """Wait for the next due timer (marked fired); None when this thread must end."""
@@ -320,11 +327,8 @@ class TimerService:
         if start is not None:
             _logger.error("timer thread ended unexpectedly; starting another", service=self.name)
             try:
-                start.start()
+                self._start(start)
             except BaseException:
-                with self._lock:
-                    if self._thread is start:
-                        self._thread = None
                 _logger.exception("could not restart the timer thread", service=self.name)
 
 
