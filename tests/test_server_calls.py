@@ -459,7 +459,7 @@ def test_cancelled_notification_marks_the_running_request(version: str) -> None:
     conn = Conn(tool_runtime(waits), version)
     call(conn)
     assert states == [(False, True)]
-    assert conn.peer.inflight == {}
+    assert len(conn.peer.inflight) == 0
 
 
 def test_cancelling_unknown_or_finished_requests_is_ignored() -> None:
@@ -467,7 +467,7 @@ def test_cancelling_unknown_or_finished_requests_is_ignored() -> None:
     rid = conn.send("tools/call", {"name": "echo", "arguments": {"text": "x"}})["id"]
     assert conn.notify("notifications/cancelled", {"requestId": rid}) is None
     assert conn.notify("notifications/cancelled", {"requestId": 999_999}) is None
-    assert conn.peer.inflight == {}
+    assert len(conn.peer.inflight) == 0
 
 
 def test_requests_on_a_shared_peer_are_tracked_by_id() -> None:
@@ -501,7 +501,7 @@ def test_requests_on_a_shared_peer_are_tracked_by_id() -> None:
     assert response is not None
     assert inner[0]["result"]["content"][0]["text"] == "inner,o"
     assert response["result"]["content"][0]["text"] == "o"
-    assert peer.inflight == {}
+    assert len(peer.inflight) == 0
 
 
 @pytest.mark.parametrize("version", LEGACY)

@@ -257,7 +257,7 @@ def test_mutating_a_list_result_never_changes_the_runtime(
     assert first == again and first[key] is not again[key]
     _mutate(first)
     assert conn.ok(method) == again
-    assert rt._tools["tool0"].definition["inputSchema"]["required"] == ["q"]
+    assert rt.catalog.tools["tool0"].definition["inputSchema"]["required"] == ["q"]
 
 
 @pytest.mark.parametrize("version", VERSIONS)

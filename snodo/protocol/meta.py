@@ -22,6 +22,19 @@ SUBSCRIPTION_ID_KEY: Final = "io.modelcontextprotocol/subscriptionId"
 LOG_LEVEL_KEY: Final = "io.modelcontextprotocol/logLevel"
 PROGRESS_TOKEN_KEY: Final = "progressToken"
 
+#: ``LoggingLevel`` (RFC 5424 names), from least to most severe: the values the logLevel key
+#: and ``logging/setLevel`` may carry.
+LOG_LEVELS: Final = (
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+)
+
 
 def _mapping(value: Any, what: str) -> Mapping[str, Any]:
     if type(value) is dict:  # the common case, without the ABC check
@@ -92,6 +105,7 @@ def build_params(
 __all__ = [
     "CLIENT_CAPABILITIES_KEY",
     "CLIENT_INFO_KEY",
+    "LOG_LEVELS",
     "LOG_LEVEL_KEY",
     "PROGRESS_TOKEN_KEY",
     "PROTOCOL_VERSION_KEY",

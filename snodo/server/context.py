@@ -4,14 +4,15 @@
 Interactive operations (``elicit``, ``sample``, ``list_roots``, ``request_input``) work in both
 eras with the same handler code:
 
-- **2026-07-28** (stateless, multi round-trip): the handler is run again on every retry. Each
+- **stateless era** (2026-07-28, multi round-trip): the handler is run again on every retry. Each
   interactive call has a deterministic key (``"elicit-1"``, ``"sample-2"``, ... by call order
   within one run, or the caller's own keys for :meth:`Context.request_input`). When the answer
   for every key of the call is known (from this round's ``inputResponses`` or from earlier
-  rounds, carried in the signed ``requestState``) the call returns it; otherwise it raises a
-  control signal that dispatch turns into an ``input_required`` result. Handlers must therefore
-  be deterministic up to their interactive calls, and side effects belong after them.
-- **initialize era**: each call is a server-to-client request sent through
+  rounds, carried in the signed ``requestState``; see :mod:`snodo.server.rounds`) the call
+  returns it; otherwise it raises a control signal that dispatch turns into an
+  ``input_required`` result. Handlers must therefore be deterministic up to their interactive
+  calls, and side effects belong after them.
+- **session era**: each call is a server-to-client request sent through
   ``Peer.server_request``, one at a time, and returns its result.
 
 The control signals derive from ``BaseException`` so that a handler's ``except Exception``
@@ -23,7 +24,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, NoReturn
+from typing import Any, NoReturn
 
 import orjson
 
@@ -33,7 +34,8 @@ from snodo.protocol.errors import (
     McpError,
     invalid_params,
 )
-from snodo.server.inputs import (
+from snodo.protocol.meta import LOG_LEVELS
+from snodo.protocol.serving.interaction import (
     ELICIT,
     INPUT_METHODS,
     ROOTS,
@@ -42,28 +44,29 @@ from snodo.server.inputs import (
     capability_object,
     missing_capabilities,
 )
+from snodo.server.jobs import Inflight, RequestId
+from snodo.server.rounds import Rounds
 
-RequestId = str | int
+__all__ = [
+    "Context",
+    "InputRequiredSignal",
+    "NotifySink",
+    "Peer",
+    "ProgressSink",
+    "RequestId",
+    "RetryLaterSignal",
+    "ServerRequest",
+    "ServerSession",
+]
+
 ProgressSink = Callable[[dict[str, Any]], None]
 NotifySink = Callable[[str, dict[str, Any]], None]
-
-#: ``LoggingLevel`` from least to most severe (RFC 5424 names).
-LOG_LEVEL_ORDER: Final = (
-    "debug",
-    "info",
-    "notice",
-    "warning",
-    "error",
-    "critical",
-    "alert",
-    "emergency",
-)
 ServerRequest = Callable[[str, dict[str, Any]], dict[str, Any]]
 
 
 @dataclass
 class ServerSession:
-    """Initialize-era state a transport keeps per connection.
+    """Session-era state a transport keeps per connection.
 
     stdio: one per process; direct: one per client; HTTP: one per ``Mcp-Session-Id``.
     ``version`` is set by ``initialize``; ``initialized`` by ``notifications/initialized``.
@@ -84,24 +87,25 @@ class ServerSession:
 class Peer:
     """What the transport offers the server side for one connection.
 
-    ``session`` is ``None`` when the transport cannot hold initialize-era sessions.
-    ``server_request(method, params)`` sends a server-to-client request (initialize era) and
+    ``session`` is ``None`` when the transport cannot hold session-era sessions.
+    ``server_request(method, params)`` sends a server-to-client request (session era) and
     blocks for the client's result; it raises ``McpError`` for an error answer.
-    ``inflight`` maps the ids of requests being served to their contexts, so that
-    ``notifications/cancelled`` can mark them; dispatch maintains it.
+    ``inflight`` holds the contexts of the requests being served, by id, so that
+    ``notifications/cancelled`` can mark them; dispatch registers them
+    (:class:`snodo.server.jobs.Inflight`).
     """
 
     kind: str
     session: ServerSession | None = None
     server_request: ServerRequest | None = None
-    inflight: dict[RequestId, Context] = field(default_factory=dict, repr=False)
+    inflight: Inflight = field(default_factory=Inflight, repr=False)
     #: Takes a ``subscriptions/listen`` stream (a ``ServerSubscription``) and starts it;
     #: None when the transport cannot serve subscriptions.
     listen: Callable[[Any], None] | None = None
 
 
 class InputRequiredSignal(BaseException):
-    """Raised by an interactive call on 2026-07-28 when an answer is missing."""
+    """Raised by an interactive call in the stateless era when an answer is missing."""
 
     def __init__(self, requests: dict[str, dict[str, Any]]) -> None:
         super().__init__("input required")
@@ -109,7 +113,7 @@ class InputRequiredSignal(BaseException):
 
 
 class RetryLaterSignal(BaseException):
-    """Raised by :meth:`Context.retry_later` on 2026-07-28 (load shedding)."""
+    """Raised by :meth:`Context.retry_later` in the stateless era (load shedding)."""
 
 
 def _copy(value: Any) -> Any:
@@ -120,13 +124,11 @@ class Context:
     """The request a handler is serving, and the way back to the client."""
 
     __slots__ = (
-        "_answers",
-        "_binding",
         "_cancelled",
         "_log_level",
-        "_mrtr",
         "_notify",
         "_peer",
+        "_rounds",
         "_seq",
         "_sink",
         "_stateless",
@@ -136,7 +138,6 @@ class Context:
         "meta",
         "method",
         "request_id",
-        "round",
         "version",
     )
 
@@ -146,7 +147,6 @@ class Context:
     client_capabilities: dict[str, Any]
     client_info: dict[str, Any] | None
     meta: dict[str, Any]
-    round: int
 
     def __init__(
         self,
@@ -158,7 +158,7 @@ class Context:
         meta: dict[str, Any],
         *,
         stateless: bool,
-        mrtr: bool = False,
+        rounds: Rounds | None = None,
         peer: Peer | None = None,
         progress: ProgressSink | None = None,
         progress_token: RequestId | None = None,
@@ -171,15 +171,11 @@ class Context:
         self.client_capabilities = client_capabilities
         self.client_info = client_info
         self.meta = meta
-        self.round = 0
         self._stateless = stateless
-        self._mrtr = mrtr
+        self._rounds = rounds
         self._peer = peer
         self._sink = progress if progress_token is not None else None
         self._token = progress_token
-        self._answers: dict[str, Any] = {}
-        #: What a requestState issued for this request is bound to: (name or uri, arguments).
-        self._binding: tuple[str, Any] = (method, None)
         self._seq = 0
         self._cancelled = False
         self._notify = notify
@@ -189,15 +185,32 @@ class Context:
 
     @property
     def stateless(self) -> bool:
-        """True on 2026-07-28 (multi round-trip), False on the initialize-era versions."""
+        """True in the stateless era (multi round-trip), False in the session era."""
         return self._stateless
+
+    @property
+    def round(self) -> int:
+        """How many ``input_required`` rounds came before this run (stateless era; else 0)."""
+        rounds = self._rounds
+        return 0 if rounds is None else rounds.round
+
+    @property
+    def rounds(self) -> Rounds | None:
+        """The multi round-trip state of this request (``None`` when its method has none)."""
+        return self._rounds
+
+    @property
+    def peer(self) -> Peer | None:
+        """The transport's offer for the connection this request came on."""
+        return self._peer
 
     @property
     def cancelled(self) -> bool:
         """True once the client sent ``notifications/cancelled`` for this request."""
         return self._cancelled
 
-    def _cancel(self) -> None:
+    def cancel(self) -> None:
+        """Mark the request cancelled (the transport's doing: the client cancelled or left)."""
         self._cancelled = True
 
     # -- progress --------------------------------------------------------------------------
@@ -232,16 +245,16 @@ class Context:
         """Send ``notifications/message`` about this request, if the client asked for ``level``.
 
         Sent only when the Runtime offers logging (``Runtime(logging=True)``) and ``level`` is
-        at or above the threshold: on 2026-07-28 the request's ``_meta`` logLevel (none: no
-        messages), on the initialize era the session's ``logging/setLevel`` (none: all). A
+        at or above the threshold: in the stateless era the request's ``_meta`` logLevel (none:
+        no messages), in the session era the session's ``logging/setLevel`` (none: all). A
         transport that has no way back drops it; a failing sink marks the request cancelled.
         """
-        if level not in LOG_LEVEL_ORDER:
-            raise ValueError(f"unknown log level {level!r}; expected one of {LOG_LEVEL_ORDER}")
+        if level not in LOG_LEVELS:
+            raise ValueError(f"unknown log level {level!r}; expected one of {LOG_LEVELS}")
         notify, threshold = self._notify, self._log_level
-        if notify is None or threshold not in LOG_LEVEL_ORDER:
+        if notify is None or threshold not in LOG_LEVELS:
             return
-        if LOG_LEVEL_ORDER.index(level) < LOG_LEVEL_ORDER.index(threshold):
+        if LOG_LEVELS.index(level) < LOG_LEVELS.index(threshold):
             return
         params: dict[str, Any] = {"level": level, "data": data}
         if logger is not None:
@@ -276,8 +289,8 @@ class Context:
     ) -> dict[str, dict[str, Any]]:
         """Several requests at once: ``key -> (method, params)``; returns ``key -> response``.
 
-        On 2026-07-28 every unanswered key goes into one ``input_required`` round. Keys must be
-        unique within one run of the handler.
+        In the stateless era every unanswered key goes into one ``input_required`` round. Keys
+        must be unique within one run of the handler.
         """
         self._seq += 1
         checked: dict[str, tuple[str, dict[str, Any]]] = {}
@@ -290,12 +303,13 @@ class Context:
         return self._ask(checked)
 
     def retry_later(self) -> NoReturn:
-        """2026-07-28: answer ``input_required`` with only a ``requestState`` (load shedding);
-        the client retries (after 250 ms) and the handler runs again with ``round`` advanced.
+        """Stateless era: answer ``input_required`` with only a ``requestState`` (load
+        shedding); the client retries (after 250 ms) and the handler runs again with ``round``
+        advanced.
 
-        On the initialize-era versions there is no retry protocol: -32603 "Server busy".
+        The session era has no retry protocol: -32603 "Server busy".
         """
-        if self._stateless and self._mrtr:
+        if self._stateless and self._rounds is not None:
             raise RetryLaterSignal()
         raise McpError(INTERNAL_ERROR, "Server busy; retry later")
 
@@ -312,9 +326,10 @@ class Context:
     def _ask_stateless(
         self, requests: dict[str, tuple[str, dict[str, Any]]]
     ) -> dict[str, dict[str, Any]]:
-        if not self._mrtr:
+        rounds = self._rounds
+        if rounds is None:
             raise McpError(INTERNAL_ERROR, f"{self.method} cannot ask the client for input")
-        answers = self._answers
+        answers = rounds.answers
         missing = [key for key in requests if key not in answers]
         if not missing:
             out: dict[str, dict[str, Any]] = {}
@@ -368,7 +383,7 @@ def _checked_answer(
 
 
 def _session_params(version: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
-    """Copy ``params`` and fit them to an initialize-era version's schema."""
+    """Copy ``params`` and fit them to a session-era version's schema."""
     params = _copy(params)
     if method == ELICIT:
         url = params.get("mode") == "url"

@@ -12,29 +12,30 @@ views are rebuilt lazily after a change.
 from __future__ import annotations
 
 import inspect
-import re
 import secrets
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar, overload
-from urllib.parse import unquote
+from typing import Any, Final, Literal, TypeVar, overload
 
 import orjson
 
 from snodo.protocol.dialects import DIALECTS, SUPPORTED_VERSIONS, Dialect
-from snodo.server.pagination import page_bounds
-from snodo.server.shaping import shape
+from snodo.protocol.serving.shaping import shape
+from snodo.server.catalog import (
+    Catalog,
+    PromptDef,
+    PromptFn,
+    ResourceDef,
+    ResourceFn,
+    TemplateDef,
+    TemplateFn,
+    ToolDef,
+    ToolFn,
+    compile_template,
+)
 from snodo.server.subscriptions import SubscriptionSource
 
-if TYPE_CHECKING:
-    from snodo.server.context import Context
-
-ToolFn = Callable[[dict[str, Any], "Context"], Any]
-ResourceFn = Callable[["Context"], Any]
-TemplateFn = Callable[[str, dict[str, str], "Context"], Any]
-PromptFn = Callable[[dict[str, str], "Context"], Any]
-CompletionFn = Callable[[dict[str, Any], dict[str, Any], "dict[str, Any] | None", "Context"], Any]
+__all__ = ["HINT_FOR_METHOD", "HINT_KEYS", "CacheHint", "Runtime"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -64,69 +65,6 @@ class CacheHint:
             raise ValueError(f"CacheHint.scope must be 'public' or 'private', got {self.scope!r}")
 
 
-@dataclass(frozen=True, slots=True)
-class ToolDef:
-    name: str
-    fn: ToolFn
-    definition: dict[str, Any]
-    required: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class ResourceDef:
-    uri: str
-    fn: ResourceFn
-    definition: dict[str, Any]
-    mime_type: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class TemplateDef:
-    uri_template: str
-    fn: TemplateFn
-    definition: dict[str, Any]
-    mime_type: str | None
-    pattern: re.Pattern[str]
-    names: tuple[str, ...]
-
-    def match(self, uri: str) -> dict[str, str] | None:
-        """The template variables when ``uri`` matches (values percent-decoded), else ``None``."""
-        m = self.pattern.fullmatch(uri)
-        if m is None:
-            return None
-        return {name: unquote(m.group(i + 1)) for i, name in enumerate(self.names)}
-
-
-@dataclass(frozen=True, slots=True)
-class PromptDef:
-    name: str
-    fn: PromptFn
-    definition: dict[str, Any]
-    required: tuple[str, ...]
-
-
-_VAR: Final = re.compile(r"\{([A-Za-z0-9_.%]+)\}")
-
-
-def compile_template(uri_template: str) -> tuple[re.Pattern[str], tuple[str, ...]]:
-    """RFC 6570 level 1: ``{var}`` expressions, each matching ``[^/]+``."""
-    parts: list[str] = []
-    names: list[str] = []
-    pos = 0
-    for m in _VAR.finditer(uri_template):
-        parts.append(re.escape(uri_template[pos : m.start()]))
-        if m.group(1) in names:
-            raise ValueError(f"duplicate variable {m.group(1)!r} in {uri_template!r}")
-        names.append(m.group(1))
-        parts.append("([^/]+)")
-        pos = m.end()
-    parts.append(re.escape(uri_template[pos:]))
-    literal = _VAR.sub("", uri_template)
-    if "{" in literal or "}" in literal:
-        raise ValueError(f"only level-1 URI templates ({{var}}) are supported: {uri_template!r}")
-    return re.compile("".join(parts)), tuple(names)
-
-
 def _json_copy(value: Any) -> Any:
     return orjson.loads(orjson.dumps(value))
 
@@ -143,25 +81,6 @@ def _doc(fn: Callable[..., Any]) -> str | None:
 def _put(target: dict[str, Any], key: str, value: Any) -> None:
     if value is not None:
         target[key] = value
-
-
-class _View:
-    """One list (tools, resources, ...) shaped for one version, with pages encoded on demand."""
-
-    __slots__ = ("items", "pages")
-
-    def __init__(self, items: tuple[dict[str, Any], ...]) -> None:
-        self.items = items
-        self.pages: dict[int, bytes] = {}
-
-
-_LISTS: Final[dict[str, tuple[str, str]]] = {
-    # result key -> (schema kind, cursor kind)
-    "tools": ("Tool", "t"),
-    "resources": ("Resource", "r"),
-    "resourceTemplates": ("ResourceTemplate", "rt"),
-    "prompts": ("Prompt", "p"),
-}
 
 
 class Runtime:
@@ -216,14 +135,23 @@ class Runtime:
         self.cache_hints: Mapping[str, CacheHint] = hints
         self.state_secret: bytes = state_secret or secrets.token_bytes(32)
 
-        self._stateless: dict[str, Dialect] = {
+        # The read interface of dispatch and the servers (attributes, not properties: they
+        # are read on every request). Read them; change the runtime through its methods.
+        #: The enabled stateless-era dialects by version.
+        self.stateless_dialects: Mapping[str, Dialect] = {
             v: DIALECTS[v] for v in enabled if DIALECTS[v].stateless
         }
-        self._session: dict[str, Dialect] = {
+        #: The enabled session-era dialects by version.
+        self.session_dialects: Mapping[str, Dialect] = {
             v: DIALECTS[v] for v in enabled if not DIALECTS[v].stateless
         }
-        #: The newest enabled initialize-era version (the counter-offer to an unknown request).
-        self._latest_session: str | None = max(self._session) if self._session else None
+        #: The newest enabled session-era version: the counter-offer to an ``initialize`` that
+        #: asks for a version the server does not speak.
+        self.latest_session_version: str | None = (
+            max(self.session_dialects) if self.session_dialects else None
+        )
+        #: What this runtime serves.
+        self.catalog = Catalog(page_size)
 
         info: dict[str, Any] = {"name": name, "version": version}
         _put(info, "title", title)
@@ -234,24 +162,14 @@ class Runtime:
         self._info_by_version = {v: shape(v, "Implementation", info) for v in enabled}
         self._info_flat = "icons" not in info
 
-        self._tools: dict[str, ToolDef] = {}
-        self._resources: dict[str, ResourceDef] = {}
-        self._templates: dict[str, TemplateDef] = {}
-        self._prompts: dict[str, PromptDef] = {}
-        self._completion: CompletionFn | None = None
-
-        self._lock = threading.Lock()
-        self._generation = 0
-        self._views: dict[tuple[str, str], _View] = {}
-        #: Hook point for list-changed notifications: called with "tools", "resources" or
-        #: "prompts" after every change (a later issue wires subscriptions to it).
+        #: Called with the kind of every change (:meth:`add_change_listener`).
         self._change_listeners: list[Callable[[str], None]] = []
-        #: Open subscriptions (listen streams and initialize-era session channels); None when
+        #: Open subscriptions (listen streams and session-era session channels); None when
         #: the runtime serves none (``subscriptions=False``: listen is -32601).
         self.subscription_source: SubscriptionSource | None = None
         if subscriptions:
             self.subscription_source = SubscriptionSource()
-            self._change_listeners.append(self.subscription_source.list_changed)
+            self.add_change_listener(self.subscription_source.list_changed)
 
     # -- identity --------------------------------------------------------------------------
 
@@ -271,13 +189,14 @@ class Runtime:
         """Server capabilities derived from what is registered (a fresh dict)."""
         caps: dict[str, Any] = {}
         notifies = self.subscription_source is not None
-        if self._tools:
+        catalog = self.catalog
+        if catalog.tools:
             caps["tools"] = {"listChanged": True} if notifies else {}
-        if self._resources or self._templates:
+        if catalog.resources or catalog.templates:
             caps["resources"] = {"subscribe": True, "listChanged": True} if notifies else {}
-        if self._prompts:
+        if catalog.prompts:
             caps["prompts"] = {"listChanged": True} if notifies else {}
-        if self._completion is not None:
+        if catalog.completion is not None:
             caps["completions"] = {}
         if self.logging:
             caps["logging"] = {}
@@ -285,11 +204,19 @@ class Runtime:
 
     @property
     def stateless_versions(self) -> tuple[str, ...]:
-        return tuple(self._stateless)
+        """The enabled stateless-era versions."""
+        return tuple(self.stateless_dialects)
 
     @property
     def session_versions(self) -> tuple[str, ...]:
-        return tuple(self._session)
+        """The enabled session-era versions."""
+        return tuple(self.session_dialects)
+
+    @property
+    def serves_resources(self) -> bool:
+        """True when a resource or a resource template is registered."""
+        catalog = self.catalog
+        return bool(catalog.resources or catalog.templates)
 
     # -- tools -----------------------------------------------------------------------------
 
@@ -378,14 +305,12 @@ class Runtime:
             definition["annotations"] = _json_copy(dict(annotations))
         if icons is not None:
             definition["icons"] = _json_copy(list(icons))
-        with self._lock:
-            self._tools[name] = ToolDef(name, fn, definition, tuple(required))
+        self.catalog.put(self.catalog.tools, name, ToolDef(name, fn, definition, tuple(required)))
         self._changed("tools")
 
     def remove_tool(self, name: str) -> None:
         """Remove a tool; ``KeyError`` if there is none by that name."""
-        with self._lock:
-            del self._tools[name]
+        self.catalog.remove(self.catalog.tools, name)
         self._changed("tools")
 
     # -- resources -------------------------------------------------------------------------
@@ -439,13 +364,11 @@ class Runtime:
         _put(definition, "mimeType", mime_type)
         if icons is not None:
             definition["icons"] = _json_copy(list(icons))
-        with self._lock:
-            self._resources[uri] = ResourceDef(uri, fn, definition, mime_type)
+        self.catalog.put(self.catalog.resources, uri, ResourceDef(uri, fn, definition, mime_type))
         self._changed("resources")
 
     def remove_resource(self, uri: str) -> None:
-        with self._lock:
-            del self._resources[uri]
+        self.catalog.remove(self.catalog.resources, uri)
         self._changed("resources")
 
     def resource_template(
@@ -493,15 +416,15 @@ class Runtime:
         _put(definition, "mimeType", mime_type)
         if icons is not None:
             definition["icons"] = _json_copy(list(icons))
-        with self._lock:
-            self._templates[uri_template] = TemplateDef(
-                uri_template, fn, definition, mime_type, pattern, names
-            )
+        self.catalog.put(
+            self.catalog.templates,
+            uri_template,
+            TemplateDef(uri_template, fn, definition, mime_type, pattern, names),
+        )
         self._changed("resources")
 
     def remove_resource_template(self, uri_template: str) -> None:
-        with self._lock:
-            del self._templates[uri_template]
+        self.catalog.remove(self.catalog.templates, uri_template)
         self._changed("resources")
 
     # -- prompts ---------------------------------------------------------------------------
@@ -580,13 +503,11 @@ class Runtime:
         if icons is not None:
             definition["icons"] = _json_copy(list(icons))
         required = tuple(a["name"] for a in args if a.get("required") is True)
-        with self._lock:
-            self._prompts[name] = PromptDef(name, fn, definition, required)
+        self.catalog.put(self.catalog.prompts, name, PromptDef(name, fn, definition, required))
         self._changed("prompts")
 
     def remove_prompt(self, name: str) -> None:
-        with self._lock:
-            del self._prompts[name]
+        self.catalog.remove(self.catalog.prompts, name)
         self._changed("prompts")
 
     # -- completion ------------------------------------------------------------------------
@@ -594,12 +515,12 @@ class Runtime:
     def completion(self, fn: F) -> F:
         """Decorator: ``fn(ref, argument, context, ctx)`` answers ``completion/complete`` with a
         list of strings or a ``{"values", "total"?, "hasMore"?}`` dict (capped at 100 values)."""
-        self._completion = fn
+        self.catalog.set_completion(fn)
         self._changed("completions")
         return fn
 
     def remove_completion(self) -> None:
-        self._completion = None
+        self.catalog.set_completion(None)
         self._changed("completions")
 
     # -- subscriptions ---------------------------------------------------------------------
@@ -616,51 +537,20 @@ class Runtime:
         if self.subscription_source is not None:
             self.subscription_source.finish_all()
 
-    # -- views (used by dispatch) ----------------------------------------------------------
+    # -- changes -------------------------------------------------------------------------
+
+    def add_change_listener(self, listener: Callable[[str], None]) -> None:
+        """Call ``listener(kind)`` after every change: ``kind`` is "tools", "resources",
+        "prompts" or "completions" (the hook list-changed notifications hang on)."""
+        self._change_listeners.append(listener)
 
     def _changed(self, kind: str) -> None:
-        with self._lock:
-            self._generation += 1
-            self._views = {}
         for listener in list(self._change_listeners):
             listener(kind)
-
-    def _view(self, key: str, version: str) -> _View:
-        view = self._views.get((key, version))
-        if view is None:
-            generation = self._generation
-            sources: dict[str, Mapping[str, ToolDef | ResourceDef | TemplateDef | PromptDef]] = {
-                "tools": self._tools,
-                "resources": self._resources,
-                "resourceTemplates": self._templates,
-                "prompts": self._prompts,
-            }
-            source = sources[key]
-            kind = _LISTS[key][0]
-            view = _View(tuple(shape(version, kind, d.definition) for d in list(source.values())))
-            with self._lock:
-                if self._generation == generation:
-                    self._views[(key, version)] = view
-        return view
-
-    def _page(
-        self, key: str, version: str, cursor: object
-    ) -> tuple[list[dict[str, Any]], str | None]:
-        """One page of a list as fresh dicts, and the cursor of the next page."""
-        view = self._view(key, version)
-        start, end, next_cursor = page_bounds(
-            _LISTS[key][1], cursor, len(view.items), self.page_size
-        )
-        data = view.pages.get(start)
-        if data is None:
-            data = orjson.dumps(view.items[start:end])
-            view.pages[start] = data
-        items: list[dict[str, Any]] = orjson.loads(data)
-        return items, next_cursor
 
     def __repr__(self) -> str:
         return (
             f"Runtime(name={self._server_info['name']!r}, versions={self.enabled_versions!r}, "
-            f"tools={len(self._tools)}, resources={len(self._resources)}, "
-            f"templates={len(self._templates)}, prompts={len(self._prompts)})"
+            f"tools={len(self.catalog.tools)}, resources={len(self.catalog.resources)}, "
+            f"templates={len(self.catalog.templates)}, prompts={len(self.catalog.prompts)})"
         )

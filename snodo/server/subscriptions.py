@@ -1,7 +1,7 @@
 """The Runtime's subscription source: who listens, and what each listener is sent.
 
-A :class:`ServerSubscription` is one ``subscriptions/listen`` stream (2026-07-28) or one
-initialize-era session's notification channel. Its ``emit(message)`` is the transport's way out
+A :class:`ServerSubscription` is one ``subscriptions/listen`` stream (stateless era) or one
+session-era session's notification channel. Its ``emit(message)`` is the transport's way out
 (stdio writes a line, HTTP pushes an event, direct hands the dict to the client); it must not
 block for long. The :class:`SubscriptionSource` fans list changes and resource updates out to
 every open subscription whose filter asked for them (``snodo.protocol.subscriptions.matches``).
@@ -15,6 +15,15 @@ from typing import Any
 
 from snodo._log import get_logger
 from snodo.protocol import subscriptions as subs
+
+__all__ = [
+    "Emit",
+    "ListenStarted",
+    "ServerSubscription",
+    "SubscriptionSource",
+    "close_session_channel",
+    "open_session_channel",
+]
 
 _log = get_logger("snodo.server.subscriptions")
 
@@ -51,18 +60,18 @@ class ServerSubscription:
             self._end = end
             # Registered before the acknowledgement goes out (an event published meanwhile
             # waits for the lock), so nothing published after the client saw it is missed.
-            self._source._add(self)
+            self._source.attach(self)
             if self.id is not None:
                 emit(subs.acknowledgement(self.id, self.accepted))
 
     def add_uri(self, uri: str) -> None:
-        """Initialize era: ``resources/subscribe``."""
+        """Session era: ``resources/subscribe``."""
         uris = self.accepted.setdefault(subs.RESOURCES_KEY, [])
         if uri not in uris:
             self.accepted[subs.RESOURCES_KEY] = [*uris, uri]
 
     def remove_uri(self, uri: str) -> None:
-        """Initialize era: ``resources/unsubscribe``."""
+        """Session era: ``resources/unsubscribe``."""
         uris = self.accepted.get(subs.RESOURCES_KEY) or []
         self.accepted[subs.RESOURCES_KEY] = [u for u in uris if u != uri]
 
@@ -83,7 +92,7 @@ class ServerSubscription:
     def close(self) -> None:
         """The client cancelled, or the transport is gone: stop sending (no result)."""
         self.closed = True
-        self._source._remove(self)
+        self._source.detach(self)
 
     def finish(self) -> None:
         """End the stream gracefully: the listen result, then ``end()``."""
@@ -97,7 +106,7 @@ class ServerSubscription:
                     emit(subs.listen_result(self.id))
                 except Exception:
                     pass
-        self._source._remove(self)
+        self._source.detach(self)
         if end is not None:
             end()
 
@@ -137,14 +146,17 @@ class SubscriptionSource:
 
     @property
     def count(self) -> int:
+        """How many subscriptions are open."""
         return len(self._open)
 
-    def _add(self, sub: ServerSubscription) -> None:
+    def attach(self, sub: ServerSubscription) -> None:
+        """``sub`` receives what is published from now on (unless it closed meanwhile)."""
         with self._lock:
             if not sub.closed:
                 self._open[sub] = None
 
-    def _remove(self, sub: ServerSubscription) -> None:
+    def detach(self, sub: ServerSubscription) -> None:
+        """``sub`` receives nothing more."""
         with self._lock:
             self._open.pop(sub, None)
 
@@ -154,7 +166,7 @@ class ListenStarted(BaseException):
 
 
 def open_session_channel(runtime: Any, session: Any, emit: Emit) -> None:
-    """Initialize era: after ``initialize``, the session's list-changed notifications (and the
+    """Session era: after ``initialize``, the session's list-changed notifications (and the
     resources it subscribes to) go out through ``emit``."""
     source: SubscriptionSource | None = getattr(runtime, "subscription_source", None)
     if source is None or session is None or getattr(session, "channel", None) is not None:
@@ -165,6 +177,7 @@ def open_session_channel(runtime: Any, session: Any, emit: Emit) -> None:
 
 
 def close_session_channel(session: Any) -> None:
+    """Session era: the session is over, so is its notification channel."""
     channel = getattr(session, "channel", None)
     if channel is not None:
         channel.close()

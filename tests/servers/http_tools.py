@@ -104,7 +104,7 @@ def _example_with(versions: tuple[str, ...]) -> Runtime:
     """The example runtime's tools on a runtime that enables only ``versions``."""
     example = build_example()
     runtime = Runtime("snodo-example", "0.1.0", versions=versions)
-    for name, tool in example._tools.items():
+    for name, tool in example.catalog.tools.items():
         definition = tool.definition
         runtime.add_tool(
             name,

@@ -12,10 +12,13 @@ import binascii
 
 from snodo.protocol.errors import McpError, invalid_params
 
+__all__ = ["INVALID_CURSOR", "decode_cursor", "encode_cursor", "page_bounds"]
+
 INVALID_CURSOR = "Invalid cursor"
 
 
 def encode_cursor(kind: str, offset: int) -> str:
+    """The cursor of the page that starts at ``offset`` of list ``kind``."""
     return base64.urlsafe_b64encode(f"{kind}:{offset}".encode()).rstrip(b"=").decode("ascii")
 
 

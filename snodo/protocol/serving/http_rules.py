@@ -1,17 +1,17 @@
-"""The decisions of the Streamable HTTP server, as pure functions (no sockets, no threads).
+"""The decisions of the Streamable HTTP server about a request, as pure functions.
 
-:mod:`snodo.server.http_server` moves bytes; everything it decides about a request's headers lives
-here so it can be tested on its own:
+:mod:`snodo.server.http_server` moves bytes; everything it decides about a request's headers
+lives here so it can be tested on its own:
 
-- which era a POST belongs to (:func:`route_post`);
-- the 2026-07-28 header rules (:func:`check_modern_request`): ``MCP-Protocol-Version`` must
-  equal ``params._meta["io.modelcontextprotocol/protocolVersion"]``, ``Mcp-Method`` the method,
-  ``Mcp-Name`` the tool/prompt name or resource URI (after decoding the ``=?base64?...?=``
-  sentinel), and every ``Mcp-Param-<Name>`` the argument its tool's ``inputSchema`` annotates
-  with ``"x-mcp-header": "<Name>"``; a failure is -32020 ``HeaderMismatch``, a malformed
-  ``_meta`` -32602;
-- the HTTP status of a JSON-RPC error (:func:`modern_status`);
-- ``Accept``, ``Origin`` and ``Host`` checks, and SSE framing.
+- which era serves a POST (:func:`route_post`);
+- the stateless era's header rules (:func:`check_stateless_request`): ``MCP-Protocol-Version``
+  must equal ``params._meta["io.modelcontextprotocol/protocolVersion"]``, ``Mcp-Method`` the
+  method, ``Mcp-Name`` the tool/prompt name or resource URI (after decoding the
+  ``=?base64?...?=`` sentinel), and every ``Mcp-Param-<Name>`` the argument its tool's
+  ``inputSchema`` annotates with ``"x-mcp-header": "<Name>"``; a failure is -32020
+  ``HeaderMismatch``, a malformed ``_meta`` -32602;
+- the HTTP status of a stateless-era JSON-RPC error (:func:`stateless_status`);
+- the ``Accept``, ``Content-Type``, ``Origin`` and ``Host`` checks, and the session id alphabet.
 
 The header-value codec and the ``x-mcp-header`` walk are ``snodo.protocol.headers``, the
 module the client derives its headers from, so client and server check the same declaration
@@ -38,11 +38,36 @@ from snodo.protocol.errors import (
     UNSUPPORTED_PROTOCOL_VERSION,
     McpError,
 )
+from snodo.protocol.meta import PROTOCOL_VERSION_KEY
+from snodo.protocol.serving.selection import stateless_meta_problem
 
-PROTOCOL_VERSION_KEY: Final = "io.modelcontextprotocol/protocolVersion"
-CLIENT_CAPABILITIES_KEY: Final = "io.modelcontextprotocol/clientCapabilities"
-CLIENT_INFO_KEY: Final = "io.modelcontextprotocol/clientInfo"
-LOG_LEVEL_KEY: Final = "io.modelcontextprotocol/logLevel"
+__all__ = [
+    "H_LAST_EVENT_ID",
+    "H_METHOD",
+    "H_NAME",
+    "H_PARAM_PREFIX",
+    "H_PROTOCOL_VERSION",
+    "H_SESSION_ID",
+    "NAME_FIELDS",
+    "SESSION_VERSIONS",
+    "STATELESS_VERSIONS",
+    "Headers",
+    "Route",
+    "accepts",
+    "check_params",
+    "check_stateless_request",
+    "first",
+    "header_map",
+    "header_params",
+    "host_allowed",
+    "is_json_content_type",
+    "is_loopback",
+    "origin_allowed",
+    "render_header_scalar",
+    "route_post",
+    "stateless_status",
+    "visible_ascii",
+]
 
 # Header names, lower case (header names compare case-insensitively).
 H_PROTOCOL_VERSION: Final = mcp_headers.MCP_PROTOCOL_VERSION.lower()
@@ -55,13 +80,9 @@ H_LAST_EVENT_ID: Final = "last-event-id"
 #: The body field ``Mcp-Name`` mirrors, per method.
 NAME_FIELDS: Final[Mapping[str, str]] = mcp_headers.NAME_SOURCES
 
-LOG_LEVELS: Final = frozenset(
-    {"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
-)
-
-#: Versions that use the initialize handshake and sessions (known to snodo, enabled or not).
+#: Session-era versions: the initialize handshake and sessions (known to snodo, enabled or not).
 SESSION_VERSIONS: Final = frozenset(v for v, d in DIALECTS.items() if not d.stateless)
-#: Versions that carry their version in every request's ``_meta``.
+#: Stateless-era versions: the version in every request's ``_meta``.
 STATELESS_VERSIONS: Final = frozenset(v for v, d in DIALECTS.items() if d.stateless)
 
 Headers = Mapping[str, Sequence[str]]
@@ -181,40 +202,17 @@ def check_params(
     return None
 
 
-# -- the 2026-07-28 request rules ---------------------------------------------------------------
+# -- the stateless era's request rules------------------------------------------------------------
 
 
-def meta_problem(params: Mapping[str, Any] | None) -> str | None:
-    """What is wrong with a 2026-07-28 request's ``_meta`` (answered -32602), or ``None``."""
-    meta = params.get("_meta") if params is not None else None
-    if type(meta) is not dict:
-        return f"Missing required params._meta (with {PROTOCOL_VERSION_KEY})"
-    version = meta.get(PROTOCOL_VERSION_KEY)
-    if version is None:
-        return f"Missing required _meta key {PROTOCOL_VERSION_KEY}"
-    if type(version) is not str:
-        return f"_meta {PROTOCOL_VERSION_KEY} must be a string"
-    if type(meta.get(CLIENT_CAPABILITIES_KEY)) is not dict:
-        return f"Missing required _meta key {CLIENT_CAPABILITIES_KEY} (an object)"
-    info = meta.get(CLIENT_INFO_KEY)
-    if info is not None and type(info) is not dict:
-        return f"_meta {CLIENT_INFO_KEY} must be an object"
-    level = meta.get(LOG_LEVEL_KEY)
-    if level is not None and (type(level) is not str or level not in LOG_LEVELS):
-        return f"Invalid log level: {level!r}"
-    token = meta.get("progressToken")
-    if token is not None and type(token) is not str and type(token) is not int:
-        return "progressToken must be a string or an integer"
-    return None
-
-
-def check_modern_request(
+def check_stateless_request(
     method: str,
     params: Mapping[str, Any] | None,
     headers: Headers,
     input_schema: Any = None,
 ) -> McpError | None:
-    """The 2026-07-28 header rules for one request; the error to answer (HTTP 400) or ``None``.
+    """The stateless era's header rules for one request; the error to answer (HTTP 400) or
+    ``None``.
 
     ``input_schema`` is the called tool's ``inputSchema`` (``tools/call`` only), for the
     ``Mcp-Param-*`` rules.
@@ -226,7 +224,7 @@ def check_modern_request(
     header_version = first(headers, H_PROTOCOL_VERSION)
     if header_version is None:
         return _mismatch("Missing MCP-Protocol-Version header")
-    problem = meta_problem(params)
+    problem = stateless_meta_problem(params)
     if problem is not None:
         return McpError(INVALID_PARAMS, f"Invalid params: {problem}")
     assert params is not None
@@ -271,8 +269,8 @@ def _spelled(name: str) -> str:
     )
 
 
-#: HTTP status of a 2026-07-28 JSON-RPC error answered as ``application/json``.
-_MODERN_STATUS: Final[Mapping[int, int]] = {
+#: HTTP status of a stateless-era JSON-RPC error answered as ``application/json``.
+_STATELESS_STATUS: Final[Mapping[int, int]] = {
     PARSE_ERROR: 400,
     INVALID_REQUEST: 400,
     HEADER_MISMATCH: 400,
@@ -282,20 +280,22 @@ _MODERN_STATUS: Final[Mapping[int, int]] = {
 }
 
 
-def modern_status(response: Mapping[str, Any]) -> int:
-    """The HTTP status of a 2026-07-28 JSON response: 400 for -32700/-32600/-32020/-32021/-32022,
+def stateless_status(response: Mapping[str, Any]) -> int:
+    """The HTTP status of a stateless-era JSON response: 400 for -32700/-32600/-32020/-32021/-32022,
     404 for -32601, 200 otherwise (results, and errors such as -32602 for an unknown tool; the
     -32602 of a malformed ``_meta`` is refused with 400 before dispatch)."""
     error = response.get("error")
     if not isinstance(error, dict):
         return 200
     code = error.get("code")
-    return _MODERN_STATUS.get(code, 200) if type(code) is int else 200
+    return _STATELESS_STATUS.get(code, 200) if type(code) is int else 200
 
 
 # -- routing --------------------------------------------------------------------------------------
 
-Era = Literal["modern", "legacy", "initialize"]
+Route = Literal["stateless", "session", "initialize"]
+"""Who serves a POSTed message: the stateless era, the session era, or ``initialize`` (which
+opens a session)."""
 
 
 def route_post(
@@ -304,35 +304,37 @@ def route_post(
     params: Mapping[str, Any] | None,
     headers: Headers,
     *,
-    serves_modern: bool,
-    serves_legacy: bool,
-) -> Era:
+    serves_stateless: bool,
+    serves_session: bool,
+) -> Route:
     """Which era serves a POSTed message.
 
-    The body decides first: a request whose ``_meta`` names a protocol version is 2026-07-28
-    (its headers are then checked against it) when the runtime serves that era; ``initialize``
-    without one opens a session. A runtime without 2026-07-28 answers everything as an
-    initialize-era server does (a modern probe gets 400 for its missing session, which a
-    dual-era client reads as "fall back to initialize").
-    Otherwise a session id, or an ``MCP-Protocol-Version`` naming an initialize-era version,
-    means the initialize era; anything else goes to 2026-07-28 when the runtime serves it.
-    A client's response (to a server request) exists only in the initialize era.
+    The body decides first: a request whose ``_meta`` names a protocol version belongs to the
+    stateless era (its headers are then checked against it) when the runtime serves that era;
+    ``initialize`` without one opens a session. A runtime without the stateless era answers
+    everything as a session-era server does (a stateless-era probe gets 400 for its missing
+    session, which a client that speaks both eras reads as "fall back to initialize").
+    Otherwise a session id, or an ``MCP-Protocol-Version`` naming a session-era version, means
+    the session era; anything else goes to the stateless era when the runtime serves it. A
+    client's response (to a server request) exists only in the session era.
     """
     header_version = first(headers, H_PROTOCOL_VERSION)
     has_session = first(headers, H_SESSION_ID) is not None
     if kind == "response":
-        return "legacy" if serves_legacy else "modern"
+        return "session" if serves_session else "stateless"
     if kind == "request":
         meta = params.get("_meta") if params is not None else None
-        if serves_modern and isinstance(meta, dict) and PROTOCOL_VERSION_KEY in meta:
-            return "modern"
-        if method == "initialize" and serves_legacy:
+        if serves_stateless and isinstance(meta, dict) and PROTOCOL_VERSION_KEY in meta:
+            return "stateless"
+        if method == "initialize" and serves_session:
             return "initialize"
-    elif header_version in STATELESS_VERSIONS and serves_modern:
-        return "modern"  # a notification names its era only by header
-    if serves_legacy and (has_session or header_version in SESSION_VERSIONS or not serves_modern):
-        return "legacy"
-    return "modern" if serves_modern else "legacy"
+    elif header_version in STATELESS_VERSIONS and serves_stateless:
+        return "stateless"  # a notification names its era only by header
+    if serves_session and (
+        has_session or header_version in SESSION_VERSIONS or not serves_stateless
+    ):
+        return "session"
+    return "stateless" if serves_stateless else "session"
 
 
 # -- content negotiation, origin, host ----------------------------------------------------------
@@ -405,40 +407,6 @@ def host_allowed(host: str | None, allowed: frozenset[str] | None) -> bool:
 
 def is_loopback(address: str) -> bool:
     return address in ("127.0.0.1", "::1", "localhost") or address.startswith("127.")
-
-
-# -- server-sent events ---------------------------------------------------------------------------
-
-
-def sse_event(data: bytes, event_id: str | None = None, retry_ms: int | None = None) -> bytes:
-    """One SSE event carrying one JSON message (JSON output holds no raw newline)."""
-    head = b""
-    if event_id is not None:
-        head += b"id: " + event_id.encode("ascii") + b"\n"
-    if retry_ms is not None:
-        head += b"retry: " + str(retry_ms).encode("ascii") + b"\n"
-    return head + b"data: " + data + b"\n\n"
-
-
-def priming_event(event_id: str, retry_ms: int | None = None) -> bytes:
-    """The 2025-11-25 priming event: an id and empty data (the client's resumption point)."""
-    head = b"id: " + event_id.encode("ascii") + b"\n"
-    if retry_ms is not None:
-        head += b"retry: " + str(retry_ms).encode("ascii") + b"\n"
-    return head + b"data:\n\n"
-
-
-KEEPALIVE: Final = b": keep-alive\n\n"
-
-_EVENT_ID: Final = re.compile(r"([0-9]+)-([0-9]+)")
-
-
-def parse_event_id(value: str) -> tuple[str, int] | None:
-    """``"<stream>-<n>"`` -> ``(stream, n)``; ``None`` for anything else."""
-    m = _EVENT_ID.fullmatch(value.strip())
-    if m is None or len(value) > 40:
-        return None
-    return m.group(1), int(m.group(2))
 
 
 def visible_ascii(value: str) -> bool:

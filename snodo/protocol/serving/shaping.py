@@ -1,6 +1,6 @@
 """Per-version shapes: which fields each version's schema defines for the objects we send.
 
-Initialize-era results must not carry fields their version's schema does not define (for
+Session-era results must not carry fields their version's schema does not define (for
 instance 2025-06-18 ``Implementation`` has no ``icons``, ``websiteUrl`` or ``description``).
 The tables below are copied from each version's ``schema.json``.
 """
@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any, Final
+
+__all__ = ["ANY_STRUCTURED_CONTENT", "FIELDS", "shape"]
 
 _COMMON: Final[dict[str, frozenset[str]]] = {
     "Implementation": frozenset({"name", "title", "version", "description", "icons", "websiteUrl"}),

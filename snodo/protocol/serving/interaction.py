@@ -1,8 +1,8 @@
-"""Interactive operations as pure functions: what a request needs from the client, and
-whether the client's answer has the right shape.
+"""The server's interactive operations as pure functions: what an input request needs from
+the client, and whether the client's answer fits it.
 
-Used for both eras: on 2026-07-28 the requests travel embedded in ``input_required`` results
-and the answers come back in ``inputResponses``; on the initialize-era versions they are real
+Used for both eras: in the stateless era the requests travel embedded in ``input_required``
+results and the answers come back in ``inputResponses``; in the session era they are real
 server-to-client requests and the answers are their results.
 """
 
@@ -10,6 +10,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any, Final
+
+__all__ = [
+    "ELICIT",
+    "INPUT_METHODS",
+    "ROOTS",
+    "SAMPLE",
+    "answer_problem",
+    "capability_object",
+    "declared",
+    "form_problem",
+    "missing_capabilities",
+    "needed_capabilities",
+]
 
 ELICIT: Final = "elicitation/create"
 SAMPLE: Final = "sampling/createMessage"
@@ -49,6 +62,7 @@ def declared(capabilities: Mapping[str, Any], path: tuple[str, ...]) -> bool:
 def missing_capabilities(
     capabilities: Mapping[str, Any], method: str, params: Mapping[str, Any]
 ) -> list[tuple[str, ...]]:
+    """The capability paths the request needs that ``capabilities`` does not declare."""
     return [p for p in needed_capabilities(method, params) if not declared(capabilities, p)]
 
 

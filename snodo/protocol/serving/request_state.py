@@ -23,6 +23,8 @@ import orjson
 
 from snodo.protocol.errors import McpError, invalid_params
 
+__all__ = ["INVALID_STATE", "arguments_digest", "decode_state", "encode_state"]
+
 INVALID_STATE = "Invalid requestState"
 
 
