@@ -6,7 +6,7 @@
 For each leg (in process, over stdio, over HTTP, through a custom transport: one entry each in
 LEGS) and each
 protocol version, pinned with ``protocol=``, it opens a client and runs: the negotiated version,
-``server/discover`` (2026-07-28) or the initialize-era session, the lists, a tool call, a call with
+``server/discover`` (2026-07-28) or the session-era session, the lists, a tool call, a call with
 progress, a resource read, a prompt, a completion, the ``deploy`` tool answered by an input handler,
 the manual ``InputRequired`` flow (2026-07-28), an error, and a call after close. It prints one line
 per check and exits 1 if any check failed.
@@ -231,7 +231,7 @@ def run_leg(leg: Leg, version: str, report: Report) -> None:
                     f"{info.get('version')}; capabilities {', '.join(caps)}"
                 )
             session = client.session
-            expect(session is not None, "an initialize-era client has a session")
+            expect(session is not None, "a session-era client has a session")
             assert session is not None
             expect(session.version == version, f"session.version is {session.version}")
             info = session.server_info or {}
@@ -337,7 +337,7 @@ def run_leg(leg: Leg, version: str, report: Report) -> None:
 
     def deploy_by_hand() -> str:
         if not stateless:
-            raise NotApplicable("initialize-era: the server asks with elicitation/create instead")
+            raise NotApplicable("session-era: the server asks with elicitation/create instead")
         capabilities: dict[str, Any] = {"elicitation": {"form": {}}}
         with opened(leg, version, client_capabilities=capabilities) as manual:
             pending = manual.call_tool(DEPLOY_TOOL, DEPLOY_ARGS)

@@ -12,7 +12,7 @@ over HTTP. Read it as documentation of the server API:
 
 Interactive tools are written once and work on every version: on 2026-07-28 the handler is run
 again on each retry and ``ctx.elicit`` returns once the client's answer has arrived; on the
-initialize-era versions ``ctx.elicit`` sends a server-to-client request and waits.
+session-era versions ``ctx.elicit`` sends a server-to-client request and waits.
 """
 
 from __future__ import annotations

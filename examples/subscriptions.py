@@ -5,7 +5,7 @@ actor, and watch a slow consumer's buffer drop what it cannot keep.
 
 The server is a snodo Runtime in this process (``snodo.direct``); the same calls work over
 ``snodo.connect(snodo.Stdio(...))`` and ``snodo.connect(snodo.Http(...))``, on 2026-07-28 and on
-the initialize-era versions.
+the session-era versions.
 """
 
 from __future__ import annotations

@@ -115,7 +115,10 @@ class CallPipeline:
         )
 
     def run(
-        self, method: str, params: Mapping[str, Any] | None, call: CallOptions = NO_CALL_OPTIONS
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        call: CallOptions = NO_CALL_OPTIONS,
     ) -> Done:
         """Send ``method`` and drive it to its outcome (see the module docstring)."""
         if call is NO_CALL_OPTIONS:
@@ -224,7 +227,10 @@ class CachedCalls:
         )
 
     def run(
-        self, method: str, params: Mapping[str, Any] | None, call: CallOptions = NO_CALL_OPTIONS
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        call: CallOptions = NO_CALL_OPTIONS,
     ) -> Done:
         """Serve ``method`` from the cache when it may be, else run it (and maybe store it)."""
         if not caching.may_use_cache(

@@ -19,7 +19,7 @@ from tests.support.client_calls import check_calls, check_errors
 from tests.support.client_support import Wire
 
 ALL = list(SUPPORTED_VERSIONS)
-LEGACY = ["2025-11-25", "2025-06-18"]
+SESSION_ERA = ["2025-11-25", "2025-06-18"]
 
 
 @pytest.fixture
@@ -135,26 +135,28 @@ def test_direct_picks_highest_allowed_among_enabled() -> None:
         assert client.version == "2025-06-18"
 
 
-@pytest.mark.parametrize("legacy", LEGACY)
-def test_initialize_era_is_negotiated_through_the_runtime(legacy: str, wire: Wire) -> None:
-    """An initialize-era version is negotiated through the runtime: initialize, then initialized."""
+@pytest.mark.parametrize("session_version", SESSION_ERA)
+def test_session_era_is_negotiated_through_the_runtime(session_version: str, wire: Wire) -> None:
+    """A session-era version is negotiated through the runtime: initialize, then initialized."""
     rt = client_runtime.build()
-    with snodo.direct(rt, protocol=legacy, client_info={"name": "t", "version": "9"}) as client:
+    with snodo.direct(
+        rt, protocol=session_version, client_info={"name": "t", "version": "9"}
+    ) as client:
         session = client.session
         assert isinstance(session, snodo.Session)
-        assert session.version == legacy
+        assert session.version == session_version
         assert session.server_info is not None and session.server_info["name"] == "client-test"
         assert "tools" in session.capabilities
         assert session.instructions == "Use the tools."
         assert session.session_id is None
     assert wire.methods()[:2] == ["initialize", "notifications/initialized"]
     init = wire.sent[0]["params"]
-    assert init["protocolVersion"] == legacy
+    assert init["protocolVersion"] == session_version
     assert init["clientInfo"] == {"name": "t", "version": "9"}
 
 
-def test_legacy_only_runtime_gets_a_working_direct_client() -> None:
-    """A runtime that enables only the legacy dialects gets a working direct client."""
+def test_session_era_only_runtime_gets_a_working_direct_client() -> None:
+    """A runtime that enables only the session-era dialects gets a working direct client."""
     rt = client_runtime.build(versions=["2025-06-18"])
     with snodo.direct(rt) as client:
         assert client.version == "2025-06-18"
@@ -194,10 +196,10 @@ def test_2026_requests_carry_meta_and_client_info(runtime: Any, wire: Wire) -> N
         assert meta["io.modelcontextprotocol/clientCapabilities"] == {"roots": {}}
 
 
-@pytest.mark.parametrize("legacy", LEGACY)
-def test_initialize_era_requests_carry_no_meta(legacy: str, runtime: Any, wire: Wire) -> None:
-    """Initialize era: requests carry no _meta metadata and no client info."""
-    with snodo.direct(runtime, protocol=legacy) as client:
+@pytest.mark.parametrize("session_version", SESSION_ERA)
+def test_session_era_requests_carry_no_meta(session_version: str, runtime: Any, wire: Wire) -> None:
+    """Session era: requests carry no _meta metadata and no client info."""
+    with snodo.direct(runtime, protocol=session_version) as client:
         client.call_tool("echo", {"text": "a"})
         client.list_tools()
         client.ping()
@@ -207,34 +209,34 @@ def test_initialize_era_requests_carry_no_meta(legacy: str, runtime: Any, wire: 
         assert "_meta" not in message.get("params", {})
 
 
-@pytest.mark.parametrize("legacy", LEGACY)
-def test_ping_works_and_discover_is_refused_on_initialize_era(
-    legacy: str, runtime: Any, wire: Wire
+@pytest.mark.parametrize("session_version", SESSION_ERA)
+def test_ping_works_and_discover_is_refused_on_session_era(
+    session_version: str, runtime: Any, wire: Wire
 ) -> None:
-    """Initialize era: ping works; discover is refused with -32601 before anything is sent."""
-    with snodo.direct(runtime, protocol=legacy) as client:
+    """Session era: ping works; discover is refused with -32601 before anything is sent."""
+    with snodo.direct(runtime, protocol=session_version) as client:
         assert client.ping() == {}
         sent_before = len(wire.sent)
         with pytest.raises(snodo.McpError) as caught:
             client.discover()
         assert len(wire.sent) == sent_before
     assert caught.value.code == -32601
-    assert caught.value.data == {"method": "server/discover", "protocolVersion": legacy}
+    assert caught.value.data == {"method": "server/discover", "protocolVersion": session_version}
 
 
-@pytest.mark.parametrize("legacy", LEGACY)
+@pytest.mark.parametrize("session_version", SESSION_ERA)
 @pytest.mark.parametrize("method", ["server/discover", "subscriptions/unknown", "x/extension"])
-def test_initialize_era_request_refuses_methods_outside_the_catalog(
-    legacy: str, method: str, runtime: Any, wire: Wire
+def test_session_era_request_refuses_methods_outside_the_catalog(
+    session_version: str, method: str, runtime: Any, wire: Wire
 ) -> None:
-    """Initialize era: request refuses a method the catalog does not define, before sending."""
-    with snodo.direct(runtime, protocol=legacy) as client:
+    """Session era: request refuses a method the catalog does not define, before sending."""
+    with snodo.direct(runtime, protocol=session_version) as client:
         sent_before = len(wire.sent)
         with pytest.raises(snodo.McpError) as caught:
             client.request(method, {})
         assert len(wire.sent) == sent_before
     assert caught.value.code == -32601
-    assert caught.value.data == {"method": method, "protocolVersion": legacy}
+    assert caught.value.data == {"method": method, "protocolVersion": session_version}
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,5 @@
 """The reference's "Multi round-trip requests" and "Input handlers", over direct, and the
-initialize-era server requests answered by the same handlers. Each test names its rule.
+session-era server requests answered by the same handlers. Each test names its rule.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import snodo
 from tests.support import client_runtime
 from tests.support.client_support import Wire
 
-LEGACY = ["2025-11-25", "2025-06-18"]
+SESSION_ERA = ["2025-11-25", "2025-06-18"]
 FORM_CAPS = {"elicitation": {"form": {}}}
 
 
@@ -292,14 +292,16 @@ def test_each_round_delivers_progress(runtime: Any, wire: Wire) -> None:
     assert {r["progressToken"] for r in reports} == set(tokens)
 
 
-# -- Initialize-era server requests --------------------------------------------------------------
+# -- Session-era server requests --------------------------------------------------------------
 
 
-@pytest.mark.parametrize("legacy", LEGACY)
-def test_initialize_era_server_requests_use_the_same_handlers(legacy: str, runtime: Any) -> None:
+@pytest.mark.parametrize("session_version", SESSION_ERA)
+def test_session_era_server_requests_use_the_same_handlers(
+    session_version: str, runtime: Any
+) -> None:
     """elicitation/create, sampling/createMessage and roots/list go to the same input handlers."""
     handlers = {"form": accept, "sampling": sampler, "roots": rooter}
-    with snodo.direct(runtime, protocol=legacy, input_handlers=handlers) as client:
+    with snodo.direct(runtime, protocol=session_version, input_handlers=handlers) as client:
         assert client.call_tool("deploy", {})["structuredContent"]["action"] == "accept"
         assert (
             client.call_tool("summarize", {})["structuredContent"]["sampled"]["model"]
@@ -308,22 +310,22 @@ def test_initialize_era_server_requests_use_the_same_handlers(legacy: str, runti
         assert client.call_tool("roots", {})["structuredContent"]["roots"][0]["name"] == "project"
 
 
-@pytest.mark.parametrize("legacy", LEGACY)
-def test_initialize_era_handler_failure_is_answered_internal_error(
-    legacy: str, runtime: Any
+@pytest.mark.parametrize("session_version", SESSION_ERA)
+def test_session_era_handler_failure_is_answered_internal_error(
+    session_version: str, runtime: Any
 ) -> None:
-    """Initialize era: a handler that fails is answered -32603 (the tool passes it on)."""
+    """Session era: a handler that fails is answered -32603 (the tool passes it on)."""
 
     def form(params: dict[str, Any]) -> dict[str, Any]:
         raise snodo.HandlerError("nope")
 
-    with snodo.direct(runtime, protocol=legacy, input_handlers={"form": form}) as client:
+    with snodo.direct(runtime, protocol=session_version, input_handlers={"form": form}) as client:
         with pytest.raises(snodo.McpError) as caught:
             client.call_tool("deploy", {})
     assert caught.value.code == -32603
 
 
-@pytest.mark.parametrize("legacy", LEGACY)
+@pytest.mark.parametrize("session_version", SESSION_ERA)
 @pytest.mark.parametrize(
     ("method", "params", "code"),
     [
@@ -332,13 +334,13 @@ def test_initialize_era_handler_failure_is_answered_internal_error(
         ("roots/list", {}, -32601),  # no roots handler installed
     ],
 )
-def test_initialize_era_server_request_refusals(
-    legacy: str, runtime: Any, method: str, params: dict[str, Any], code: int
+def test_session_era_server_request_refusals(
+    session_version: str, runtime: Any, method: str, params: dict[str, Any], code: int
 ) -> None:
-    """Initialize era: no handler for the kind -> -32601; params lacking the kind's keys -> -32602."""
+    """Session era: no handler for the kind -> -32601; params lacking the kind's keys -> -32602."""
     caps = {"elicitation": {"form": {}}, "roots": {}, "sampling": {}}
     with snodo.direct(
-        runtime, protocol=legacy, input_handlers={"form": accept}, client_capabilities=caps
+        runtime, protocol=session_version, input_handlers={"form": accept}, client_capabilities=caps
     ) as client:
         with pytest.raises(snodo.McpError) as caught:
             client.call_tool("ask_raw", {"method": method, "params": params})
@@ -358,9 +360,9 @@ def test_malformed_input_request_is_connection_error_before_handlers(runtime: An
     assert isinstance(caught.value.cause[-1], snodo.InputRequired)
 
 
-@pytest.mark.parametrize("legacy", LEGACY)
-def test_initialize_era_handler_that_raises_propagates(legacy: str, runtime: Any) -> None:
-    """Initialize era, in process: an exception raised by a handler propagates to the caller."""
+@pytest.mark.parametrize("session_version", SESSION_ERA)
+def test_session_era_handler_that_raises_propagates(session_version: str, runtime: Any) -> None:
+    """Session era, in process: an exception raised by a handler propagates to the caller."""
 
     class Boom(Exception):
         pass
@@ -368,6 +370,6 @@ def test_initialize_era_handler_that_raises_propagates(legacy: str, runtime: Any
     def form(params: dict[str, Any]) -> dict[str, Any]:
         raise Boom("raised")
 
-    with snodo.direct(runtime, protocol=legacy, input_handlers={"form": form}) as client:
+    with snodo.direct(runtime, protocol=session_version, input_handlers={"form": form}) as client:
         with pytest.raises(Boom):
             client.call_tool("deploy", {})

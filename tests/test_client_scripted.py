@@ -4,7 +4,6 @@ transport: repeated cursors, initialize counter-offers, malformed responses.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -15,48 +14,7 @@ from snodo.connections import initialize_session
 from snodo.options import build_options
 from snodo.protocol import dialects
 from snodo.transports.base import RequestOptions
-from tests.support.wire_schema import check_client_message
-
-Reply = Callable[[dict[str, Any]], dict[str, Any]]
-
-
-class ScriptedTransport:
-    """Answers each request with the next scripted reply and records what was sent."""
-
-    def __init__(self, *replies: Reply) -> None:
-        self.replies = list(replies)
-        self.sent: list[dict[str, Any]] = []
-        self.closed = False
-
-    def request(self, message: dict[str, Any], options: RequestOptions) -> dict[str, Any]:
-        version = (
-            message["params"]["protocolVersion"]
-            if message["method"] == "initialize"
-            else options.dialect.version
-        )
-        check_client_message(version, message)
-        self.sent.append(message)
-        return self.replies.pop(0)(message)
-
-    def notify(self, message: dict[str, Any], options: RequestOptions) -> None:
-        check_client_message(options.dialect.version, message)
-        self.sent.append(message)
-
-    def close(self) -> None:
-        self.closed = True
-
-
-def result(body: dict[str, Any]) -> Reply:
-    return lambda m: {"jsonrpc": "2.0", "id": m["id"], "result": body}
-
-
-def page(cursor: str | None, *names: str) -> Reply:
-    body: dict[str, Any] = {
-        "tools": [{"name": n, "inputSchema": {"type": "object"}} for n in names]
-    }
-    if cursor is not None:
-        body["nextCursor"] = cursor
-    return result(body)
+from tests.support.client_support import ScriptedTransport, page, result
 
 
 def client_on(transport: ScriptedTransport, version: str = "2025-11-25", **options: Any) -> Client:
@@ -126,7 +84,7 @@ def test_initialize_without_protocol_version_is_connection_error() -> None:
     assert caught.value.code == -32000
 
 
-def test_transport_without_notify_cannot_open_an_initialize_era_session() -> None:
+def test_transport_without_notify_cannot_open_an_session_era_session() -> None:
     """A transport without notify can open 2026-07-28 connections only (-32602)."""
 
     class RequestOnly:
@@ -174,22 +132,10 @@ def test_input_required_with_nothing_to_answer_is_connection_error() -> None:
     assert caught.value.code == -32000
 
 
-class OptionsRecorder(ScriptedTransport):
-    """Also records the RequestOptions of each request."""
-
-    def __init__(self, *replies: Reply) -> None:
-        super().__init__(*replies)
-        self.options: list[RequestOptions] = []
-
-    def request(self, message: dict[str, Any], options: RequestOptions) -> dict[str, Any]:
-        self.options.append(options)
-        return super().request(message, options)
-
-
 def test_timeout_defaults_to_30_seconds_or_the_client_option() -> None:
     """Each request can set timeout:; the default is 30 s, or the client's :timeout option."""
     echo = result({"content": []})
-    transport = OptionsRecorder(echo, echo, echo)
+    transport = ScriptedTransport(echo, echo, echo)
     client_on(transport).call_tool("t")
     client_on(transport, timeout=5.0).call_tool("t")
     client_on(transport, timeout=5.0).call_tool("t", timeout=0.5)
@@ -199,7 +145,7 @@ def test_timeout_defaults_to_30_seconds_or_the_client_option() -> None:
 def test_progress_timeout_options_reach_the_transport() -> None:
     """reset_timeout_on_progress and max_total_timeout (600 s by default) reach the transport."""
     echo = result({"content": []})
-    transport = OptionsRecorder(echo, echo)
+    transport = ScriptedTransport(echo, echo)
     client_on(transport).call_tool("t")
     client_on(transport, reset_timeout_on_progress=True).call_tool("t", max_total_timeout=60.0)
     first, second = transport.options
@@ -217,7 +163,7 @@ def test_each_input_round_gets_its_own_timeout() -> None:
         }
     )
     done = result({"resultType": "complete", "content": []})
-    transport = OptionsRecorder(ask, ask, done)
+    transport = ScriptedTransport(ask, ask, done)
     client = client_on(transport, "2026-07-28", input_handlers={"roots": lambda p: {"roots": []}})
     client.call_tool("t", timeout=2.0)
     assert [o.timeout for o in transport.options] == [2.0, 2.0, 2.0]

@@ -69,7 +69,7 @@ def test_example_negotiates_the_pinned_version(report: str, version: str) -> Non
 
 
 def test_example_discovers_on_2026_and_has_a_session_before(report: str) -> None:
-    """discover() is the 2026-07-28 call; initialize-era clients report their session instead."""
+    """discover() is the 2026-07-28 call; session-era clients report their session instead."""
     discovered = check_line(report, "direct", "2026-07-28", "discover")
     assert discovered.startswith(
         "versions 2026-07-28, 2025-11-25, 2025-06-18; server snodo-example"

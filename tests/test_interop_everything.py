@@ -3,7 +3,7 @@ others on the TypeScript SDK, over stdio and over Streamable HTTP.
 
 The package is pinned by tests/interop/package-lock.json and installed by ``npm ci`` once per
 session when missing (tests/support/everything_support.py); without node and npm these tests fail with a
-message saying so. server-everything speaks the initialize era only (its SDK's newest version is
+message saying so. server-everything speaks the session era only (its SDK's newest version is
 2025-11-25): every case pins 2025-11-25 or 2025-06-18, or negotiates — the ``server/discover``
 probe is refused and snodo falls back to ``initialize`` (on stdio by starting the server again).
 A 2026-07-28 pin is refused over HTTP; the stdio server answers it without initialize.
@@ -42,7 +42,7 @@ from tests.support.http_fault_server import TeeProxy
 from tests.support.wire_schema import check_client_message
 
 SERVER_NAME = "mcp-servers/everything"
-MODERN = "2026-07-28"
+STATELESS_VERSION = "2026-07-28"
 DOCS = [
     "architecture.md",
     "extension.md",
@@ -278,10 +278,10 @@ def texts(result: dict[str, Any] | snodo.InputRequired) -> list[str]:
 # -- connecting and listing ------------------------------------------------------------------
 
 
-def test_connect_negotiates_an_initialize_era_version(case: Case, client: snodo.Client) -> None:
+def test_connect_negotiates_an_session_era_version(case: Case, client: snodo.Client) -> None:
     """Protocol versions: a pin is spoken as is; a negotiating client's server/discover probe is
     refused by server-everything, so it falls back to initialize with the highest allowed
-    initialize-era version. The session holds the server's info, capabilities and
+    session-era version. The session holds the server's info, capabilities and
     instructions."""
     assert client.version == case.expected
     session = client.session
@@ -752,7 +752,7 @@ def test_every_message_sent_over_http_is_valid_for_its_version(
             check_client_message(message["params"]["protocolVersion"], message)
             continue
         if method == "server/discover":
-            check_client_message(MODERN, message)
+            check_client_message(STATELESS_VERSION, message)
             continue
         if method is None:
             support.check_response(case.expected, message)
@@ -872,11 +872,11 @@ def test_pinned_2026_over_http_is_refused_cleanly(
     node: str, http_server: everything.HttpServer
 ) -> None:
     """Protocol versions: a 2026-07-28 pin sends no probe and no initialize; server-everything's
-    HTTP transport, which speaks only the initialize era, refuses the first request (400 with a
+    HTTP transport, which speaks only the session era, refuses the first request (400 with a
     JSON-RPC error), which surfaces as that McpError."""
-    case = Case("http-pinned-2026", "http", MODERN, MODERN)
+    case = Case("http-pinned-2026", "http", STATELESS_VERSION, STATELESS_VERSION)
     with open_client(case, node, http_server) as client:
-        assert client.version == MODERN
+        assert client.version == STATELESS_VERSION
         assert client.session is None
         with pytest.raises(snodo.McpError) as refused:
             client.list_tools()
@@ -891,12 +891,12 @@ def test_pinned_2026_over_stdio_is_served_without_initialize(
     2026-07-28 pin gets answers (results without resultType are accepted, docs/decisions/0007):
     the tools it registers for every client, but none of those it registers at initialize;
     server/discover is unknown to it (-32601)."""
-    case = Case("stdio-pinned-2026", "stdio", MODERN, MODERN)
+    case = Case("stdio-pinned-2026", "stdio", STATELESS_VERSION, STATELESS_VERSION)
     with open_client(case, node, http_server) as client:
-        assert client.version == MODERN
+        assert client.version == STATELESS_VERSION
         names = {tool["name"] for tool in client.list_tools()}
         assert names == BASE_TOOLS - {"simulate-research-query"}
-        assert texts(client.call_tool("echo", {"message": "modern"})) == ["Echo: modern"]
+        assert texts(client.call_tool("echo", {"message": "stateless"})) == ["Echo: stateless"]
         with pytest.raises(snodo.McpError) as unknown:
             client.discover()
         assert unknown.value.code == -32601

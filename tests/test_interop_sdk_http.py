@@ -4,7 +4,7 @@ The server is a real subprocess, tests/servers/sdk_http_server.py: the MCPServer
 tests/servers/sdk_server.py (the stdio interop suite's server) behind the SDK's own Starlette
 app on uvicorn, 127.0.0.1, a port the OS chose. The SDK serves both eras on one endpoint and
 routes by the ``MCP-Protocol-Version`` header: 2026-07-28 requests are single exchanges (no
-session; ``input_required`` rounds for the interactive tools), anything else the initialize era
+session; ``input_required`` rounds for the interactive tools), anything else the session era
 (``Mcp-Session-Id``, answers as event streams, server requests on the POST's stream answered by
 POST, DELETE ends the session). ``--legacy`` runs the same server as a pre-2026 one: the
 2026-07-28 header is hidden from the SDK, so the ``server/discover`` probe is refused and a
@@ -51,7 +51,7 @@ from tests.support.wire_schema import check_client_message
 ROOT = Path(__file__).resolve().parent.parent
 SERVER = ROOT / "tests" / "servers" / "sdk_http_server.py"
 SERVER_NAME = "snodo-interop-sdk"
-MODERN = "2026-07-28"
+STATELESS_VERSION = "2026-07-28"
 START_DEADLINE = 30.0
 STOP_DEADLINE = 10.0
 TAG = "X-Interop-Tag"
@@ -59,7 +59,7 @@ TAG = "X-Interop-Tag"
 MISSING_CLIENT_CAPABILITY = -32021
 
 #: server kind -> extra command-line arguments
-KINDS = {"dual": [], "legacy": ["--legacy"], "json": ["--json"]}
+KINDS = {"dual": [], "session": ["--legacy"], "json": ["--json"]}
 
 
 @dataclass(frozen=True)
@@ -72,8 +72,8 @@ class Case:
     expected: str
 
     @property
-    def modern(self) -> bool:
-        return self.expected == MODERN
+    def stateless(self) -> bool:
+        return self.expected == STATELESS_VERSION
 
     @property
     def probes(self) -> bool:
@@ -85,10 +85,10 @@ CASES = [
     Case("pinned-2025-11-25", "dual", "2025-11-25", "2025-11-25"),
     Case("pinned-2025-06-18", "dual", "2025-06-18", "2025-06-18"),
     Case("negotiated-probe-wins-2026-07-28", "dual", None, "2026-07-28"),
-    Case("negotiated-legacy-server-falls-back-to-2025-11-25", "legacy", None, "2025-11-25"),
+    Case("negotiated-session-era-server-falls-back-to-2025-11-25", "session", None, "2025-11-25"),
     Case(
-        "negotiated-list-legacy-server-falls-back-to-2025-06-18",
-        "legacy",
+        "negotiated-list-session-era-server-falls-back-to-2025-06-18",
+        "session",
         ["2026-07-28", "2025-06-18"],
         "2025-06-18",
     ),
@@ -181,7 +181,7 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Server]]:
-    """The dual-era, legacy and JSON-answer servers, started once for this module."""
+    """The dual-era, session-era and JSON-answer servers, started once for this module."""
     logs = tmp_path_factory.mktemp("sdk-http")
     started: dict[str, Server] = {}
     try:
@@ -350,7 +350,7 @@ def check_sent(opened: Opened, expected: str) -> None:
         if method == "initialize":
             check_client_message(message["params"]["protocolVersion"], message)
         elif method == "server/discover":
-            check_client_message(MODERN, message)
+            check_client_message(STATELESS_VERSION, message)
         elif method is not None:
             check_client_message(expected, message)
         else:
@@ -397,24 +397,24 @@ def text_of(result: dict[str, Any]) -> str:
 def test_connect_negotiates_the_expected_version(case: Case, opened: Opened) -> None:
     """Protocol versions: a pin is spoken as is; negotiation probes with server/discover and
     takes 2026-07-28 from the dual-era SDK server, or falls back to initialize (highest allowed
-    initialize-era version) when the handshake-only server refuses the probe."""
+    session-era version) when the handshake-only server refuses the probe."""
     client = opened.client
     assert client.version == case.expected
     recorded = [entry for entry in opened.requests() if entry["method"] == "POST"]
     connecting = [entry["rpc"] for entry in recorded]
-    if case.probes:  # the probe comes first; the legacy server refuses it (HTTP 400)
+    if case.probes:  # the probe comes first; the session-era server refuses it (HTTP 400)
         assert connecting[0] == "server/discover"
-        assert recorded[0]["status"] == (200 if case.modern else 400)
+        assert recorded[0]["status"] == (200 if case.stateless else 400)
     else:
         assert "server/discover" not in connecting
-    if not case.modern:
+    if not case.stateless:
         assert connecting[-2:] == ["initialize", "notifications/initialized"]
     else:
         assert "initialize" not in connecting
-    if case.modern:
+    if case.stateless:
         assert client.session is None
         discovered = client.discover()
-        assert MODERN in discovered["supportedVersions"]
+        assert STATELESS_VERSION in discovered["supportedVersions"]
         assert "tools" in discovered["capabilities"]
         assert discovered["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == SERVER_NAME
     else:
@@ -430,21 +430,21 @@ def test_connect_negotiates_the_expected_version(case: Case, opened: Opened) -> 
         assert refused.value.code == -32601
 
 
-def test_initialize_era_session_id_is_captured_and_sent_on_every_later_request(
+def test_session_era_session_id_is_captured_and_sent_on_every_later_request(
     case: Case, opened: Opened
 ) -> None:
-    """Initialize era over HTTP: the Mcp-Session-Id the SDK issues on the initialize response
+    """Session era over HTTP: the Mcp-Session-Id the SDK issues on the initialize response
     is captured (client.session.session_id) and sent, with MCP-Protocol-Version, on every later
     request (the standalone GET stream's too); notifications/initialized is answered 202. On
     2026-07-28 there is no session id and every request carries MCP-Protocol-Version:
     2026-07-28."""
     opened.client.list_tools()
     recorded = opened.requests()
-    if case.modern:
+    if case.stateless:
         assert opened.client.session is None
         assert {entry["method"] for entry in recorded} == {"POST"}  # no GET stream either
         assert all(entry["session"] is None for entry in recorded)
-        assert all(entry["version"] == MODERN for entry in recorded)
+        assert all(entry["version"] == STATELESS_VERSION for entry in recorded)
         return
     session = opened.client.session
     assert session is not None
@@ -605,7 +605,7 @@ def test_read_resource_static_binary_and_from_a_template(client: snodo.Client) -
 
 def test_unknown_resource_is_an_mcp_error(case: Case, client: snodo.Client) -> None:
     """Resources: reading an unknown URI is an McpError with the SDK's code, message and data
-    (2026-07-28: from a JSON answer with HTTP 4xx; initialize era: from the event stream)."""
+    (2026-07-28: from a JSON answer with HTTP 4xx; session era: from the event stream)."""
     with pytest.raises(snodo.McpError) as failure:
         client.read_resource("nothing://here")
     assert failure.value.code == -32602
@@ -650,12 +650,12 @@ def test_completion_for_a_prompt_argument_and_a_template_variable(client: snodo.
 
 def _check_interaction_on_the_wire(case: Case, opened: Opened, tool: str) -> None:
     """2026-07-28: two tools/call POSTs (the input_required round and its retry) and no other
-    POST; initialize era: one tools/call whose event stream carried the server request, and the
+    POST; session era: one tools/call whose event stream carried the server request, and the
     answer POSTed back on the session (202)."""
     recorded = [e for e in opened.requests() if e["rpc"] in ("tools/call", "response")]
     calls = [e for e in recorded if e["rpc"] == "tools/call"]
     assert all(e["message"]["params"]["name"] == tool for e in calls)
-    if case.modern:
+    if case.stateless:
         assert [e["rpc"] for e in recorded] == ["tools/call", "tools/call"]
         retry = calls[1]["message"]["params"]
         assert retry["inputResponses"] and retry["requestState"]
@@ -672,7 +672,7 @@ def test_form_elicitation_is_answered_by_the_form_handler(
     case: Case, opened: Opened, handlers: Handlers
 ) -> None:
     """Input handlers: the SDK's Elicit resolver (input_required on 2026-07-28, an
-    elicitation/create request on the POST's event stream on the initialize era) is answered by
+    elicitation/create request on the POST's event stream on the session era) is answered by
     the form handler."""
     result = opened.client.call_tool("deploy", {"target": "prod"})
     assert isinstance(result, dict)
@@ -742,7 +742,9 @@ def test_2026_input_required_rounds_by_hand(kind: str, servers: dict[str, Server
     """Multi round-trip requests: without handlers (but declaring form elicitation) a 2026-07-28
     call returns snodo.InputRequired from the SDK; the retry with inputResponses and the SDK's
     requestState completes the call."""
-    opened = open_client(servers[kind], MODERN, client_capabilities={"elicitation": {"form": {}}})
+    opened = open_client(
+        servers[kind], STATELESS_VERSION, client_capabilities={"elicitation": {"form": {}}}
+    )
     with opened.client as client:
         pending = client.call_tool("deploy", {"target": "stage"})
         assert isinstance(pending, snodo.InputRequired)
@@ -759,7 +761,7 @@ def test_2026_input_required_rounds_by_hand(kind: str, servers: dict[str, Server
         )
     assert isinstance(result, dict)
     assert text_of(result) == "stage: refused (friday)"
-    check_sent(opened, MODERN)
+    check_sent(opened, STATELESS_VERSION)
 
 
 # -- JSON answers --------------------------------------------------------------------------------
@@ -783,7 +785,7 @@ def test_json_answers_instead_of_event_streams(protocol: str, servers: dict[str,
         with pytest.raises(snodo.McpError) as unknown:
             client.read_resource("nothing://here")
         assert unknown.value.code == -32602
-        if protocol == MODERN:  # input_required needs no back channel
+        if protocol == STATELESS_VERSION:  # input_required needs no back channel
             deployed = client.call_tool("deploy", {"target": "json"})
             assert isinstance(deployed, dict)
             assert text_of(deployed) == "json: approved (tested)"
@@ -795,7 +797,7 @@ def test_json_answers_instead_of_event_streams(protocol: str, servers: dict[str,
 
 
 def test_close_sends_delete_and_the_session_is_gone(case: Case, servers: dict[str, Server]) -> None:
-    """The client: close() on an initialize-era session sends DELETE with its Mcp-Session-Id
+    """The client: close() on a session-era session sends DELETE with its Mcp-Session-Id
     (the SDK answers 200 and ends the session: the id then answers 404); a 2026-07-28 client has
     no session and sends no DELETE. Later calls fail with -32000; close() is idempotent."""
     server = servers[case.server]
@@ -806,7 +808,7 @@ def test_close_sends_delete_and_the_session_is_gone(case: Case, servers: dict[st
     assert isinstance(result, dict)
     client.close()
     deletes = [e for e in opened.requests() if e["method"] == "DELETE"]
-    if case.modern:
+    if case.stateless:
         assert deletes == []
     else:
         assert session is not None and session.session_id is not None
@@ -829,7 +831,7 @@ def test_close_sends_delete_and_the_session_is_gone(case: Case, servers: dict[st
 def test_standalone_get_stream_opens_on_the_session_and_close_ends_it(
     case: Case, servers: dict[str, Server]
 ) -> None:
-    """Initialize era over HTTP: after notifications/initialized the client opens the optional
+    """Session era over HTTP: after notifications/initialized the client opens the optional
     standalone GET stream with the session id and protocol version (the SDK answers 200 with an
     event stream); close() ends it quietly (its reader thread exits without an unhandled
     exception, see the autouse check) before the DELETE. 2026-07-28 opens no GET stream."""
@@ -838,7 +840,7 @@ def test_standalone_get_stream_opens_on_the_session_and_close_ends_it(
     client = opened.client
     result = client.call_tool("echo", {"text": "listening"})
     assert isinstance(result, dict)
-    if case.modern:
+    if case.stateless:
         client.close()
         assert "GET" not in {e["method"] for e in opened.requests()}
         return
@@ -862,9 +864,9 @@ def test_pinned_2026_against_the_handshake_only_server_fails_cleanly(
 ) -> None:
     """Protocol versions: a 2026-07-28 pin sends no probe; the handshake-only server refuses the
     first request (HTTP 400 with a JSON-RPC error), which surfaces as an McpError."""
-    opened = open_client(servers["legacy"], MODERN)
+    opened = open_client(servers["session"], STATELESS_VERSION)
     with opened.client as client:
-        assert client.version == MODERN
+        assert client.version == STATELESS_VERSION
         with pytest.raises(snodo.McpError) as refused:
             client.list_tools()
         assert refused.value.code in (-32600, -32601, -32602)

@@ -3,14 +3,15 @@
 The servers are real subprocesses (tests/servers/sdk_server.py and sdk_legacy_server.py). The
 SDK's stdio server serves both protocol eras and lets the client's first request decide:
 ``server/discover`` (or any request carrying the 2026-07-28 ``_meta`` envelope) opens a stateless
-2026-07-28 connection, ``initialize`` an initialize-era one (2024-11-05 .. 2025-11-25). The
-legacy variant runs the same server through the SDK's handshake-only loop, which answers
-``server/discover`` with -32601, so a probing client has to fall back to ``initialize``.
+2026-07-28 connection, ``initialize`` a session-era one (2024-11-05 .. 2025-11-25). The
+session-era variant (sdk_legacy_server.py) runs the same server through the SDK's
+handshake-only loop, which answers ``server/discover`` with -32601, so a probing client has to
+fall back to ``initialize``.
 
 Every connection case runs every check: each of the three versions pinned, and negotiated
 (``protocol=None`` or a list, with the ``server/discover`` probe) against both servers. The
 interactive tools use the SDK's resolvers: on 2026-07-28 they answer ``input_required`` and snodo's
-input handlers answer the rounds; on the initialize era the SDK sends ``elicitation/create``,
+input handlers answer the rounds; on the session era the SDK sends ``elicitation/create``,
 ``sampling/createMessage`` and ``roots/list`` mid-call and the same handlers answer them.
 
 The checks that only use a connection share one client per case for the module (a server start
@@ -38,9 +39,9 @@ from tests.support import stdio_support as support
 ROOT = Path(__file__).resolve().parent.parent
 SERVERS = ROOT / "tests" / "servers"
 DUAL = SERVERS / "sdk_server.py"
-LEGACY = SERVERS / "sdk_legacy_server.py"
+SESSION_ERA_SERVER = SERVERS / "sdk_legacy_server.py"
 SERVER_NAME = "snodo-interop-sdk"
-MODERN = "2026-07-28"
+STATELESS_VERSION = "2026-07-28"
 
 MISSING_CLIENT_CAPABILITY = -32021
 
@@ -55,8 +56,8 @@ class Case:
     expected: str
 
     @property
-    def modern(self) -> bool:
-        return self.expected == MODERN
+    def stateless(self) -> bool:
+        return self.expected == STATELESS_VERSION
 
 
 CASES = [
@@ -64,10 +65,15 @@ CASES = [
     Case("pinned-2025-11-25", DUAL, "2025-11-25", "2025-11-25"),
     Case("pinned-2025-06-18", DUAL, "2025-06-18", "2025-06-18"),
     Case("negotiated-probe-wins-2026-07-28", DUAL, None, "2026-07-28"),
-    Case("negotiated-legacy-server-falls-back-to-2025-11-25", LEGACY, None, "2025-11-25"),
     Case(
-        "negotiated-list-legacy-server-falls-back-to-2025-06-18",
-        LEGACY,
+        "negotiated-session-era-server-falls-back-to-2025-11-25",
+        SESSION_ERA_SERVER,
+        None,
+        "2025-11-25",
+    ),
+    Case(
+        "negotiated-list-session-era-server-falls-back-to-2025-06-18",
+        SESSION_ERA_SERVER,
         ["2026-07-28", "2025-06-18"],
         "2025-06-18",
     ),
@@ -205,12 +211,12 @@ def text_of(result: dict[str, Any]) -> str:
 def test_connect_negotiates_the_expected_version(case: Case, client: snodo.Client) -> None:
     """Protocol versions: a pin is spoken as is; negotiation probes with server/discover and
     takes 2026-07-28 from the dual-era SDK server, or falls back to initialize (highest allowed
-    initialize-era version) when the SDK's handshake-only server refuses the probe."""
+    session-era version) when the SDK's handshake-only server refuses the probe."""
     assert client.version == case.expected
-    if case.modern:
+    if case.stateless:
         assert client.session is None
         discovered = client.discover()
-        assert MODERN in discovered["supportedVersions"]
+        assert STATELESS_VERSION in discovered["supportedVersions"]
         assert "tools" in discovered["capabilities"]
         assert discovered["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == SERVER_NAME
     else:
@@ -415,7 +421,7 @@ def test_form_elicitation_is_answered_by_the_form_handler(
     client: snodo.Client, handlers: Handlers
 ) -> None:
     """Input handlers: the SDK's Elicit resolver (input_required on 2026-07-28, an
-    elicitation/create request on the initialize era) is answered by the form handler."""
+    elicitation/create request on the session era) is answered by the form handler."""
     result = client.call_tool("deploy", {"target": "prod"})
     assert isinstance(result, dict)
     assert text_of(result) == "prod: approved (tested)"
@@ -475,7 +481,7 @@ def test_2026_input_required_rounds_by_hand(server: Path) -> None:
     """Multi round-trip requests: without handlers (but declaring form elicitation) a 2026-07-28
     call returns snodo.InputRequired from the SDK; the retry with inputResponses and the SDK's
     requestState completes the call."""
-    case = Case("manual", server, MODERN, MODERN)
+    case = Case("manual", server, STATELESS_VERSION, STATELESS_VERSION)
     with open_client(case, client_capabilities={"elicitation": {"form": {}}}) as client:
         pending = client.call_tool("deploy", {"target": "stage"})
         assert isinstance(pending, snodo.InputRequired)
@@ -516,9 +522,11 @@ def test_close_ends_the_server_process(case: Case) -> None:
 def test_pinned_2026_against_the_handshake_only_server_fails_cleanly() -> None:
     """Protocol versions: a 2026-07-28 pin sends no probe; the SDK's handshake-only server
     refuses the first request, which surfaces as an McpError, and close() still ends it."""
-    case = Case("pinned-2026-legacy-server", LEGACY, MODERN, MODERN)
+    case = Case(
+        "pinned-2026-session-era-server", SESSION_ERA_SERVER, STATELESS_VERSION, STATELESS_VERSION
+    )
     with open_client(case) as client:
-        assert client.version == MODERN
+        assert client.version == STATELESS_VERSION
         with pytest.raises(snodo.McpError) as refused:
             client.list_tools()
         assert refused.value.code in (-32600, -32601, -32602)

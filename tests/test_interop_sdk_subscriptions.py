@@ -26,7 +26,7 @@ from tests.support import stdio_support as support
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVERS = ROOT / "tests" / "servers"
-MODERN = "2026-07-28"
+STATELESS_VERSION = "2026-07-28"
 START_DEADLINE = 30.0
 
 
@@ -74,12 +74,14 @@ def _http_server(tmp: Path) -> tuple[subprocess.Popen[bytes], int]:
 def sdk(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[snodo.Client]:
     if request.param == "stdio":
         target = snodo.Stdio(sys.executable, [str(SERVERS / "sdk_server.py")])
-        with snodo.connect(target, cwd=str(ROOT), protocol=MODERN) as client:
+        with snodo.connect(target, cwd=str(ROOT), protocol=STATELESS_VERSION) as client:
             yield client
         return
     process, port = _http_server(tmp_path)
     try:
-        with snodo.connect(snodo.Http(f"http://127.0.0.1:{port}/mcp"), protocol=MODERN) as client:
+        with snodo.connect(
+            snodo.Http(f"http://127.0.0.1:{port}/mcp"), protocol=STATELESS_VERSION
+        ) as client:
             yield client
     finally:
         process.terminate()

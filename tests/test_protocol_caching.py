@@ -165,3 +165,26 @@ def test_store_bounds_always_hold(puts: list[tuple[str, int]]) -> None:
         assert cache.total_bytes == sum(len(e.data) for e in cache._entries.values())
         if stored:
             assert cache.get(key) == b"x" * size
+
+
+# -- which calls may use the cache ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", sorted(caching.CACHEABLE_METHODS))
+def test_a_cacheable_call_with_no_per_call_option_uses_the_cache(method: str) -> None:
+    assert caching.may_use_cache(method, bypass=False, per_call_options=False)
+
+
+@pytest.mark.parametrize(
+    ("method", "bypass", "per_call_options"),
+    [
+        ("tools/list", True, False),  # bypass_cache=True
+        ("tools/list", False, True),  # progress=, meta=, ... change what is sent
+        ("tools/call", False, False),  # never cacheable
+        ("ping", False, False),
+    ],
+)
+def test_a_bypassed_call_one_with_options_or_an_uncacheable_method_is_sent(
+    method: str, bypass: bool, per_call_options: bool
+) -> None:
+    assert not caching.may_use_cache(method, bypass=bypass, per_call_options=per_call_options)

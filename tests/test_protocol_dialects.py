@@ -104,8 +104,8 @@ def _refused(dialect: Dialect, method: str) -> McpError:
 
 
 @pytest.mark.parametrize("version", ["2025-11-25", "2025-06-18"])
-def test_initialize_era_refuses_anything_but_a_client_request(version: str) -> None:
-    """Initialize-era request/4 refuses a method that is not a client request with -32601."""
+def test_session_era_refuses_anything_but_a_client_request(version: str) -> None:
+    """Session-era request/4 refuses a method that is not a client request with -32601."""
     dialect = dialects.get(version)
     for method in dialect.client_requests:
         dialect.check_client_request(method)  # allowed: no exception

@@ -1,5 +1,5 @@
 """Input-handler rules (reference "Input handlers", "Multi round-trip requests", and the
-initialize-era server requests)."""
+session-era server requests), and the driver of a call's input rounds."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from snodo.protocol.errors import (
     METHOD_NOT_FOUND,
     McpError,
 )
+from snodo.protocol.results import InputRequired
 
 
 def _handler(params: dict[str, Any]) -> Any:
@@ -414,3 +415,132 @@ def test_a_server_request_lacking_the_kinds_keys_is_32602(method: str, params: A
     with pytest.raises(McpError) as info:
         inputs.check_server_request(method, params, ALL_HANDLERS)
     assert info.value.code == INVALID_PARAMS
+
+
+# -- the rounds of one call (next_round) ----------------------------------------------------
+
+
+def _asks(requests: dict[str, Any] | None = None, state: str | None = "s") -> InputRequired:
+    result: dict[str, Any] = {"resultType": "input_required"}
+    if requests is not None:
+        result["inputRequests"] = requests
+    if state is not None:
+        result["requestState"] = state
+    return InputRequired(requests or {}, state, result)
+
+
+COMPLETE = {"content": []}
+
+
+def _drive(
+    outcomes: list[dict[str, Any] | InputRequired], max_rounds: int = 10
+) -> tuple[inputs.Done, list[inputs.Send]]:
+    """Feed scripted outcomes to the driver; the final Done and every Send on the way."""
+    state = inputs.start_rounds(max_rounds, ALL_HANDLERS)
+    sends: list[inputs.Send] = []
+    for outcome in outcomes:
+        step = inputs.next_round(state, outcome)
+        if isinstance(step, inputs.Done):
+            return step, sends
+        sends.append(step)
+        state = step.state
+    raise AssertionError("the driver asked for more rounds than scripted")
+
+
+def test_a_complete_result_ends_the_call_with_no_rounds() -> None:
+    done, sends = _drive([COMPLETE])
+    assert done == inputs.Done(COMPLETE, 0)
+    assert sends == []
+
+
+def test_each_input_round_plans_its_tasks_and_carries_the_state() -> None:
+    """A round with input requests is answered (tasks in key order) and sent with its state."""
+    first = _asks({"b": ROOTS, "a": FORM}, "s1")
+    second = _asks({"c": SAMPLING}, "s2")
+    done, sends = _drive([first, second, COMPLETE])
+    assert done == inputs.Done(COMPLETE, 2)
+    assert [[t.key for t in s.tasks] for s in sends] == [["a", "b"], ["c"]]
+    assert [s.request_state for s in sends] == ["s1", "s2"]
+    assert [s.pause for s in sends] == [0.0, 0.0]
+    assert [s.state.last for s in sends] == [first, second]
+    assert [s.state.rounds for s in sends] == [1, 2]
+
+
+def test_a_state_only_round_is_paced_and_sends_no_answers() -> None:
+    """A result with only a requestState is sent again after STATE_ONLY_RETRY_DELAY."""
+    only_state = _asks(None, "again")
+    done, sends = _drive([only_state, COMPLETE])
+    assert done.rounds == 1
+    (send,) = sends
+    assert send.tasks == ()
+    assert send.request_state == "again"
+    assert send.pause == inputs.STATE_ONLY_RETRY_DELAY > 0
+
+
+def test_without_handlers_input_required_goes_to_the_caller() -> None:
+    asks = _asks({"a": FORM})
+    assert inputs.next_round(inputs.start_rounds(10, {}), asks) == inputs.Done(asks, 0)
+
+
+def test_the_rounds_stop_at_max_rounds_with_32000() -> None:
+    """After max_rounds answered rounds, another input_required is -32000 maxInputRounds."""
+    asks = _asks({"a": ROOTS})
+    with pytest.raises(McpError) as info:
+        _drive([asks, asks, asks], max_rounds=2)
+    error = info.value
+    assert (error.code, error.kind) == (CONNECTION_CLOSED, "transport")
+    assert error.message == "Maximum input rounds exceeded (2)"
+    assert error.data == {"maxInputRounds": 2}
+    assert error.cause == ("max_input_rounds", asks)
+
+
+def test_zero_max_rounds_refuses_the_first_input_request() -> None:
+    with pytest.raises(McpError) as info:
+        _drive([_asks({"a": ROOTS})], max_rounds=0)
+    assert info.value.data == {"maxInputRounds": 0}
+
+
+def test_a_round_that_cannot_be_answered_fails_with_the_result_last_in_its_cause() -> None:
+    """A kind without a handler is -32602; the result that asked ends the cause."""
+    asks = _asks({"a": FORM})
+    with pytest.raises(McpError) as info:
+        inputs.next_round(inputs.start_rounds(10, {"roots": _handler}), asks)
+    assert info.value.code == INVALID_PARAMS
+    assert info.value.cause == ("no_input_handler", "form", asks)
+
+
+@pytest.mark.parametrize(
+    ("cause", "expected"),
+    [(None, ("LAST",)), (("a", 1), ("a", 1, "LAST")), ("x", ("x", "LAST"))],
+)
+def test_with_last_appends_the_last_result_to_any_cause(cause: Any, expected: Any) -> None:
+    last = _asks({"a": FORM})
+    error = McpError(-1, "m", cause=cause)
+    assert inputs.with_last(error, last) is error
+    assert error.cause == tuple(last if part == "LAST" else part for part in expected)
+    untouched = McpError(-1, "m", cause=cause)
+    assert inputs.with_last(untouched, None).cause == cause
+
+
+@given(st.lists(st.sampled_from(["complete", "asks", "state"]), min_size=1, max_size=15))
+def test_the_driver_ends_within_max_rounds_plus_one_responses(script: list[str]) -> None:
+    """Whatever the server answers, the driver ends (Done or -32000) after at most
+    max_rounds + 1 responses, and Done counts exactly the rounds it answered."""
+    outcomes: dict[str, dict[str, Any] | InputRequired] = {
+        "complete": COMPLETE,
+        "asks": _asks({"a": ROOTS}),
+        "state": _asks(None, "s"),
+    }
+    state = inputs.start_rounds(3, ALL_HANDLERS)
+    for seen, name in enumerate(script, start=1):
+        try:
+            step = inputs.next_round(state, outcomes[name])
+        except McpError as error:
+            assert error.data == {"maxInputRounds": 3}
+            assert seen == 4
+            return
+        if isinstance(step, inputs.Done):
+            assert step.rounds == seen - 1
+            return
+        state = step.state
+        assert seen <= 3

@@ -1,5 +1,5 @@
 """Request params and ``_meta`` (reference "Options", "Progress", "Multi round-trip requests",
-initialize-era requests; Elixir notes "trace_context" merge order)."""
+session-era requests; Elixir notes "trace_context" merge order)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from snodo.protocol.meta import (
 )
 
 NEW = dialects.get("2026-07-28")
-LEGACY = [dialects.get("2025-11-25"), dialects.get("2025-06-18")]
+SESSION = [dialects.get("2025-11-25"), dialects.get("2025-06-18")]
 CAPS: dict[str, Any] = {"elicitation": {"form": {}}}
 INFO = {"name": "app", "version": "1"}
 TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01"
@@ -53,22 +53,22 @@ def test_2026_params_are_always_an_object_even_empty() -> None:
     assert params == {"_meta": {PROTOCOL_VERSION_KEY: "2026-07-28", CLIENT_CAPABILITIES_KEY: {}}}
 
 
-@pytest.mark.parametrize("dialect", LEGACY, ids=lambda d: d.version)
-def test_initialize_era_requests_carry_no_metadata_and_no_client_info(dialect: Any) -> None:
-    """On an initialize-era connection requests carry no _meta metadata and no client info."""
+@pytest.mark.parametrize("dialect", SESSION, ids=lambda d: d.version)
+def test_session_era_requests_carry_no_metadata_and_no_client_info(dialect: Any) -> None:
+    """On a session-era connection requests carry no _meta metadata and no client info."""
     params = build_params(dialect, {"uri": "x"}, client_info=INFO, client_capabilities=CAPS)
     assert params == {"uri": "x"}
 
 
-@pytest.mark.parametrize("dialect", LEGACY, ids=lambda d: d.version)
-def test_initialize_era_with_nothing_left_sends_no_params(dialect: Any) -> None:
+@pytest.mark.parametrize("dialect", SESSION, ids=lambda d: d.version)
+def test_session_era_with_nothing_left_sends_no_params(dialect: Any) -> None:
     """An empty _meta is left out entirely; nothing left means no params member."""
     assert build_params(dialect, None, client_info=INFO, client_capabilities=CAPS) is None
     assert build_params(dialect, {"_meta": {}}, client_info=INFO, client_capabilities={}) is None
 
 
-@pytest.mark.parametrize("dialect", LEGACY, ids=lambda d: d.version)
-def test_initialize_era_still_sends_caller_meta_and_progress(dialect: Any) -> None:
+@pytest.mark.parametrize("dialect", SESSION, ids=lambda d: d.version)
+def test_session_era_still_sends_caller_meta_and_progress(dialect: Any) -> None:
     params = build_params(
         dialect,
         None,

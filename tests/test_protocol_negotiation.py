@@ -87,8 +87,8 @@ def test_stateless_only_sends_nothing_at_connect() -> None:
     assert n.plan([NEW]) == n.Plan("stateless", NEW)
 
 
-def test_initialize_era_only_initializes_at_once_with_the_highest() -> None:
-    """An initialize-era pin (or a list from one era) sends initialize at once."""
+def test_session_era_only_initializes_at_once_with_the_highest() -> None:
+    """A session-era pin (or a list from one era) sends initialize at once."""
     assert n.plan([MID]) == n.Plan("initialize", MID)
     assert n.plan([OLD, MID]) == n.Plan("initialize", MID)
 
@@ -119,8 +119,8 @@ def test_supported_versions_highest_allowed_wins() -> None:
     assert n.probe_verdict(_discover([OLD, NEW]), ALL) == n.ProbeVerdict("use", NEW)
 
 
-def test_a_listed_initialize_era_version_is_initialized_on_the_same_connection() -> None:
-    """Elixir notes: when that is an initialize-era version, initialize on the same connection."""
+def test_a_listed_session_era_version_is_initialized_on_the_same_connection() -> None:
+    """Elixir notes: when that is a session-era version, initialize on the same connection."""
     assert n.probe_verdict(_discover([MID, "2099-01-01"]), ALL) == n.ProbeVerdict("initialize", MID)
     assert n.probe_verdict(_discover([OLD, MID]), [NEW, OLD]) == n.ProbeVerdict("initialize", OLD)
 
@@ -158,11 +158,11 @@ def test_no_common_version_is_32602_with_requested_and_supported() -> None:
         _discover([NEW], resultType="input_required", inputRequests={}),
     ],
 )
-def test_any_other_answer_falls_back_to_initialize_with_the_highest_legacy(
+def test_any_other_answer_falls_back_to_initialize_with_the_highest_session_era(
     response: Any,
 ) -> None:
     """Any other answer, whatever the error code or shape, and a timeout, mean: reopen and
-    initialize with the highest allowed initialize-era version (-32022 is not special-cased)."""
+    initialize with the highest allowed session-era version (-32022 is not special-cased)."""
     assert n.probe_verdict(response, ALL) == n.ProbeVerdict("fallback", MID)
     assert n.probe_verdict(response, [NEW, OLD]) == n.ProbeVerdict("fallback", OLD)
 
@@ -275,3 +275,15 @@ def test_session_is_frozen() -> None:
     session = n.Session(MID, None, None, {}, None)
     with pytest.raises(AttributeError):
         session.version = OLD  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("allowed", "expected"),
+    [([NEW], True), (ALL, True), ([OLD, NEW], True), ([MID], False), ([MID, OLD], False)],
+)
+def test_standard_headers_are_announced_whenever_a_stateless_version_is_allowed(
+    allowed: list[str], expected: bool
+) -> None:
+    """SEP-2243: a client that also speaks 2026-07-28 sends Mcp-Method/Mcp-Name on every POST,
+    after a fallback to the session era too."""
+    assert n.announces_standard_headers(allowed) is expected

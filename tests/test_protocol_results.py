@@ -11,11 +11,17 @@ from hypothesis import strategies as st
 
 from snodo.protocol import dialects
 from snodo.protocol.errors import CONNECTION_CLOSED, McpError
-from snodo.protocol.results import InputRequired, Page, interpret, page_of
+from snodo.protocol.results import (
+    InputRequired,
+    Page,
+    interpret,
+    page_of,
+    relists_on_header_mismatch,
+)
 
 NEW = dialects.get("2026-07-28")
-LEGACY = [dialects.get("2025-11-25"), dialects.get("2025-06-18")]
-ALL_DIALECTS = [NEW, *LEGACY]
+SESSION = [dialects.get("2025-11-25"), dialects.get("2025-06-18")]
+ALL_DIALECTS = [NEW, *SESSION]
 
 
 def _ok(result: Any) -> dict[str, Any]:
@@ -124,9 +130,9 @@ def test_unknown_result_type_is_32000(result_type: Any) -> None:
     _transport_error(NEW, "tools/call", _ok({"resultType": result_type}))
 
 
-@pytest.mark.parametrize("dialect", LEGACY, ids=lambda d: d.version)
-def test_initialize_era_ignores_result_type_except_input_required(dialect: Any) -> None:
-    """Initialize-era results carry no resultType; only input_required is refused."""
+@pytest.mark.parametrize("dialect", SESSION, ids=lambda d: d.version)
+def test_session_era_ignores_result_type_except_input_required(dialect: Any) -> None:
+    """Session-era results carry no resultType; only input_required is refused."""
     result = {"resultType": "task", "content": []}
     assert interpret(dialect, "tools/call", _ok(result)) is result
     _transport_error(
@@ -191,3 +197,25 @@ def test_a_page_without_its_item_list_is_32000(result: Any) -> None:
 def test_page_of_refuses_a_method_that_is_not_a_list() -> None:
     with pytest.raises(ValueError):
         page_of("tools/call", {"tools": []})
+
+
+# -- the -32020 re-list ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("code", "header_policy", "by_name", "expected"),
+    [
+        (-32020, True, True, True),
+        (-32020, True, False, False),  # it came with its definition: nothing to learn
+        (-32020, False, True, False),  # the transport sends no Mcp-Param-* headers
+        (-32602, True, True, False),
+        (-32022, True, True, False),
+    ],
+)
+def test_a_header_mismatch_relists_only_a_tool_called_by_name_on_a_header_policy_transport(
+    code: int, header_policy: bool, by_name: bool, expected: bool
+) -> None:
+    error = McpError(code, "refused")
+    assert (
+        relists_on_header_mismatch(error, header_policy=header_policy, by_name=by_name) is expected
+    )

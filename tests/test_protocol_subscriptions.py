@@ -1,4 +1,4 @@
-"""snodo.protocol.subscriptions: filters, stream messages, matching, the initialize-era plan."""
+"""snodo.protocol.subscriptions: filters, stream messages, matching, the session-era plan."""
 
 from __future__ import annotations
 

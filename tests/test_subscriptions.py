@@ -1,4 +1,4 @@
-"""Client.listen over direct, stdio and HTTP, on 2026-07-28 and an initialize-era version.
+"""Client.listen over direct, stdio and HTTP, on 2026-07-28 and a session-era version.
 
 The servers are snodo's own Runtime (tests/servers/subs_runtime.py): in process (direct, HTTP)
 or as a child process (stdio). Events are made by calling its tools (``burst``, ``touch``,
@@ -36,7 +36,7 @@ from tests.support.stdio_support import (
 )
 
 LATEST = "2026-07-28"
-LEGACY = "2025-11-25"
+SESSION_ERA = "2025-11-25"
 SUBS_RUNTIME = "tests.servers.subs_runtime:runtime"
 URIS = [f"mem://{n}" for n in range(10)]
 UPDATED = "notifications/resources/updated"
@@ -89,7 +89,7 @@ def open_conn(kind: str, version: str, runtime: Runtime | None = None) -> Conn:
 
 
 KINDS = ["direct", "stdio", "http"]
-ALL = [pytest.param((k, v), id=f"{k}-{v}") for k in KINDS for v in (LATEST, LEGACY)]
+ALL = [pytest.param((k, v), id=f"{k}-{v}") for k in KINDS for v in (LATEST, SESSION_ERA)]
 
 
 @pytest.fixture(params=ALL)
@@ -103,7 +103,7 @@ def conn(request: pytest.FixtureRequest) -> Iterator[Conn]:
 
 
 @pytest.fixture(params=[pytest.param(k, id=k) for k in KINDS])
-def modern(request: pytest.FixtureRequest) -> Iterator[Conn]:
+def stateless(request: pytest.FixtureRequest) -> Iterator[Conn]:
     c = open_conn(request.param, LATEST)
     try:
         yield c
@@ -215,12 +215,12 @@ def test_an_actor_owner_receives_only_what_it_demanded(conn: Conn) -> None:
 
 
 def test_closed_follows_the_queued_events_and_next_after_the_end_is_an_error(
-    modern: Conn,
+    stateless: Conn,
 ) -> None:
-    sub = modern.client.listen({"resourceSubscriptions": URIS})
-    modern.burst(3)
+    sub = stateless.client.listen({"resourceSubscriptions": URIS})
+    stateless.burst(3)
     wait_until(lambda: _stats_of(sub)[0] == 3)
-    modern.client.call_tool("finish", {})
+    stateless.client.call_tool("finish", {})
     events = list(sub)
     assert uris(events) == [*URIS[:3], Closed(None)]
     after = sub.next(timeout=0.1)
@@ -302,7 +302,7 @@ def test_an_explicit_owner_is_used() -> None:
 # -- endings --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("version", [LATEST, LEGACY])
+@pytest.mark.parametrize("version", [LATEST, SESSION_ERA])
 def test_a_killed_stdio_server_ends_open_subscriptions_with_32000(version: str) -> None:
     with no_leaks():
         c = open_conn("stdio", version)
@@ -321,7 +321,7 @@ def test_a_killed_stdio_server_ends_open_subscriptions_with_32000(version: str) 
             c.close()
 
 
-@pytest.mark.parametrize("version", [LATEST, LEGACY])
+@pytest.mark.parametrize("version", [LATEST, SESSION_ERA])
 def test_closing_a_stdio_client_ends_its_subscriptions_with_32000(version: str) -> None:
     c = open_conn("stdio", version)
     sub = c.client.listen({"toolsListChanged": True})
@@ -345,7 +345,7 @@ def test_closing_the_client_leaves_direct_and_http_subscriptions_open(kind: str)
         c.close()
 
 
-@pytest.mark.parametrize("version", [LATEST, LEGACY])
+@pytest.mark.parametrize("version", [LATEST, SESSION_ERA])
 def test_a_cut_http_stream_ends_with_32000(version: str) -> None:
     """The server process is killed while the stream is open (the shared keep-alive pool may
     keep a socket to it, so only the child is checked, by waiting for it)."""
@@ -365,7 +365,7 @@ def test_a_cut_http_stream_ends_with_32000(version: str) -> None:
             client.call_tool("burst", {"count": 1})
             assert uris([sub.next(timeout=10)]) == ["mem://0"]
             proc.kill()
-            end = sub.next(timeout=20)  # initialize era: after the GET retries
+            end = sub.next(timeout=20)  # session era: after the GET retries
             assert isinstance(end, Closed) and end.reason is not None
             assert end.reason.code == -32000
     finally:
@@ -387,12 +387,12 @@ def test_a_closing_http_server_ends_listen_streams_gracefully() -> None:
 # -- many at once, and races ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("version", [LATEST, LEGACY])
+@pytest.mark.parametrize("version", [LATEST, SESSION_ERA])
 def test_fifty_subscriptions_share_one_stdio_connection(version: str) -> None:
     with no_leaks():
         c = open_conn("stdio", version)
         try:
-            base = c.open_count()  # an initialize-era session holds one channel
+            base = c.open_count()  # a session-era session holds one channel
             subs = [c.client.listen({"resourceSubscriptions": [f"mem://{n}"]}) for n in range(50)]
             if version == LATEST:
                 assert c.open_count() == 50
@@ -447,9 +447,9 @@ def test_a_runtime_without_a_subscription_source_answers_32601(kind: str) -> Non
         c.close()
 
 
-def test_an_invalid_filter_is_32602(modern: Conn) -> None:
+def test_an_invalid_filter_is_32602(stateless: Conn) -> None:
     with pytest.raises(McpError) as caught:
-        modern.client.listen({"resourceSubscriptions": "mem://0"})
+        stateless.client.listen({"resourceSubscriptions": "mem://0"})
     assert caught.value.code == -32602
 
 
@@ -615,9 +615,9 @@ def test_an_http_listen_stream_whose_backlog_fills_ends_without_losing_events_si
 
 
 @pytest.mark.parametrize("kind", ["direct", "http"])
-def test_closing_an_initialize_era_client_ends_its_session_subscriptions(kind: str) -> None:
+def test_closing_an_session_era_client_ends_its_session_subscriptions(kind: str) -> None:
     """Decision 0017: the session is over, so are the subscriptions that used it."""
-    c = open_conn(kind, LEGACY)
+    c = open_conn(kind, SESSION_ERA)
     try:
         sub = c.client.listen({"toolsListChanged": True})
         assert c.runtime is not None and c.runtime.subscription_source is not None

@@ -1,7 +1,7 @@
 """Request params and their ``_meta``: what each request carries besides the caller's params.
 
 On 2026-07-28 every request carries the protocol version and the client capabilities (and,
-unless configured not to, the client info) in ``params._meta``. Initialize-era requests carry
+unless configured not to, the client info) in ``params._meta``. Session-era requests carry
 none of that. :func:`build_params` merges, in this order, later entries winning: the dialect's
 metadata, the client info, ``params["_meta"]``, the ``meta=`` option, the ``trace_context=``
 option, and the progress token.
@@ -62,7 +62,7 @@ def build_params(
     ``trace`` is already validated (``snodo.protocol.trace``) and wins over duplicate keys in
     ``meta``. A ``progress_token`` next to a ``progressToken`` in ``meta`` or
     ``params["_meta"]`` is a ``ValueError``. An empty ``_meta`` is left out. On 2026-07-28 the
-    result is always a dict; on initialize-era dialects it is ``None`` when nothing is left.
+    result is always a dict; on session-era dialects it is ``None`` when nothing is left.
     """
     given = {} if params is None else _mapping(params, "params")
     params_meta = _mapping(given.get("_meta", {}), 'params["_meta"]')

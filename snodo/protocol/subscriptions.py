@@ -223,7 +223,7 @@ def acknowledgement(sid: SubscriptionId, accepted: Mapping[str, Any]) -> dict[st
 def stream_notification(
     sid: SubscriptionId | None, method: str, params: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
-    """A notification on subscription ``sid`` (None: an session-era session notification)."""
+    """A notification on subscription ``sid`` (None: a session-era session notification)."""
     body = dict(params) if params else {}
     if sid is not None:
         body["_meta"] = {**body.get("_meta", {}), SUBSCRIPTION_ID_KEY: sid}

@@ -13,7 +13,7 @@ def session_dialect(
     client_notifications: frozenset[str],
     server_notifications: frozenset[str],
 ) -> Dialect:
-    """An session-era dialect: no ``_meta`` requirements, no cache hints, no MRTR."""
+    """A session-era dialect: no ``_meta`` requirements, no cache hints, no MRTR."""
     return Dialect(
         version=version,
         era="session",
