@@ -227,6 +227,8 @@ def _token_problem(token: object) -> str | None:
         return f"it is a {type(token).__name__}, not a str"
     if not token:
         return "it is empty"
+    if token.isascii() and token.isprintable() and " " not in token:
+        return None  # visible ASCII only: the usual token, checked without a loop
     for char in token:
         code = ord(char)
         if code == 0x20 or code == 0x09:

@@ -28,6 +28,7 @@ from snodo.protocol.headers import (
     filter_tools,
     mcp_headers,
     safe_header_value,
+    stream_headers,
     tool_param_headers,
 )
 from snodo.protocol.meta import CLIENT_CAPABILITIES_KEY, PROTOCOL_VERSION_KEY
@@ -684,19 +685,19 @@ def test_the_sdk_server_accepts_our_headers(
     assert inbound.validate_mcp_param_headers(tool["inputSchema"], arguments, headers) is None
 
 
-# --- mcp_headers: initialize era -------------------------------------------------------------------
+# --- mcp_headers: session era ----------------------------------------------------------------------
 
-_LEGACY = [V2025_11_25, V2025_06_18]
+_SESSION_ERA = [V2025_11_25, V2025_06_18]
 
 
-@pytest.mark.parametrize("dialect", _LEGACY, ids=lambda d: d.version)
+@pytest.mark.parametrize("dialect", _SESSION_ERA, ids=lambda d: d.version)
 def test_initialize_carries_no_mcp_headers(dialect: Dialect) -> None:
     """Elixir notes 1c: initialize is a POST with no MCP headers."""
     message = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}}
     assert mcp_headers(dialect, message, session_id="s-1") == {}
 
 
-@pytest.mark.parametrize("dialect", _LEGACY, ids=lambda d: d.version)
+@pytest.mark.parametrize("dialect", _SESSION_ERA, ids=lambda d: d.version)
 def test_later_messages_carry_the_version_and_the_session(dialect: Dialect) -> None:
     """MCP-Protocol-Version (the negotiated version) on every later message, and Mcp-Session-Id
     once issued; no Mcp-Method, Mcp-Name or Mcp-Param-*, even for tools/call with a tool."""
@@ -732,8 +733,8 @@ def test_an_unsafe_session_id_is_refused_before_sending(session_id: str) -> None
 
 
 @pytest.mark.parametrize("dialect", [V2025_11_25, V2025_06_18])
-def test_standard_headers_on_initialize_era_posts_only_when_asked(dialect: Dialect) -> None:
-    """A client that also speaks 2026-07-28 sends Mcp-Method (and Mcp-Name) on initialize-era
+def test_standard_headers_on_session_era_posts_only_when_asked(dialect: Dialect) -> None:
+    """A client that also speaks 2026-07-28 sends Mcp-Method (and Mcp-Name) on session-era
     POSTs; the era's own headers stay as they are (none on initialize)."""
     init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
     call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo"}}
@@ -749,3 +750,35 @@ def test_standard_headers_on_initialize_era_posts_only_when_asked(dialect: Diale
     assert "Mcp-Method" not in plain and "Mcp-Name" not in plain
     announced = mcp_headers(dialect, call, standard_headers=True)
     assert announced["Mcp-Method"] == "tools/call" and announced["Mcp-Name"] == "echo"
+
+
+# --- stream_headers: the GET that opens or resumes an event stream ------------------------------
+
+
+@pytest.mark.parametrize("dialect", _SESSION_ERA, ids=lambda d: d.version)
+def test_a_stream_get_carries_the_version_the_session_and_no_method(dialect: Dialect) -> None:
+    """The standalone GET and a resumption carry MCP-Protocol-Version and Mcp-Session-Id, no
+    Mcp-Method (a GET has no message); Last-Event-ID only to resume."""
+    assert stream_headers(dialect, "s-1") == {
+        "MCP-Protocol-Version": dialect.version,
+        "Mcp-Session-Id": "s-1",
+    }
+    assert stream_headers(dialect, "s-1", "ev-7") == {
+        "MCP-Protocol-Version": dialect.version,
+        "Mcp-Session-Id": "s-1",
+        "Last-Event-ID": "ev-7",
+    }
+    assert stream_headers(dialect, None, "") == {"MCP-Protocol-Version": dialect.version}
+
+
+def test_a_stream_get_on_2026_carries_no_session_id() -> None:
+    """2026-07-28 has no session: the version alone, as on its POSTs."""
+    assert stream_headers(V2026_07_28, "s-1") == {"MCP-Protocol-Version": "2026-07-28"}
+
+
+def test_a_stream_get_with_an_unsafe_session_id_is_refused_before_sending() -> None:
+    """The session id is checked as on every POST: -32000 naming the header."""
+    with pytest.raises(McpError) as caught:
+        stream_headers(V2025_11_25, "s\r\nX-Evil: 1")
+    assert caught.value.code == -32000
+    assert caught.value.cause == ("invalid_header", "Mcp-Session-Id")

@@ -739,6 +739,39 @@ def test_an_event_stream_that_ends_without_the_response_is_a_transport_error(
         still_works(client, server)
 
 
+@pytest.mark.parametrize("content_type", ["text/event-stream", "Text/Event-Stream; charset=utf-8"])
+def test_a_resumed_stream_is_matched_without_case_or_parameters(content_type: str) -> None:
+    """A session-era stream cut after an event with an id is resumed with a GET carrying
+    Last-Event-ID (and the session headers, no Mcp-Method); the resumed answer's media type is
+    matched as a POST answer's is, ignoring case and parameters (RFC 9110 §8.3.1)."""
+    cut = threading.Event()
+
+    def cut_after_an_id(request: Request, ex: Exchange) -> None:
+        ex.start_chunked()
+        ex.chunk(b"id: e-1\nretry: 10\ndata: \n\n")
+        cut.set()
+        ex.close()
+
+    def resumed(request: Request, ex: Exchange) -> None:
+        (call,) = [r for r in server.received("tools/call")]
+        answer = result(rid(call), {"content": [{"type": "text", "text": "resumed"}]})
+        ex.sse([answer], headers=[("Content-Type", content_type)])
+
+    with fault_server(McpResponder(session_id="sess-r")) as server:
+        server.once("tools/call", cut_after_an_id)
+        server.once(lambda r: r.method == "GET" and r.header("last-event-id") is not None, resumed)
+        with connect(server, protocol="2025-11-25") as client:
+            got = client.call_tool("echo", {"text": "x"})
+            assert got["content"][0]["text"] == "resumed"
+            assert cut.is_set()
+            (get,) = server.received(lambda r: r.header("last-event-id") is not None)
+            assert get.header("last-event-id") == "e-1"
+            assert get.header("mcp-session-id") == "sess-r"
+            assert get.header("mcp-protocol-version") == "2025-11-25"
+            assert get.header("mcp-method") is None
+            still_works(client, server)
+
+
 def test_an_event_that_is_not_json_is_skipped(server: FaultServer) -> None:
     """An event whose data is not a JSON-RPC message is skipped; the response event after it
     answers the request."""

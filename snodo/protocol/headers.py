@@ -3,9 +3,10 @@
 Sans-IO rules for the Streamable HTTP transport (reference (f) "Request headers by era", "Value
 encoding", "x-mcp-header"; Elixir notes 1c). On 2026-07-28 every POST carries
 ``MCP-Protocol-Version`` and ``Mcp-Method``, name-bearing requests ``Mcp-Name``, and ``tools/call``
-one ``Mcp-Param-<Name>`` per annotated argument. Initialize-era messages after ``initialize``
-carry ``MCP-Protocol-Version`` and, once issued, ``Mcp-Session-Id``. Header values this module
-cannot send safely are refused with -32000 before anything is sent.
+one ``Mcp-Param-<Name>`` per annotated argument. Session-era messages after ``initialize``
+carry ``MCP-Protocol-Version`` and, once issued, ``Mcp-Session-Id``; so does the GET that opens
+or resumes an event stream (:func:`stream_headers`). Header values this module cannot send
+safely are refused with -32000 before anything is sent.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from snodo.protocol.jsonrpc import MAX_DEPTH
 from snodo.protocol.meta import PROTOCOL_VERSION_KEY
 
 __all__ = [
+    "LAST_EVENT_ID",
     "MAX_SAFE_INTEGER",
     "MCP_METHOD",
     "MCP_NAME",
@@ -42,6 +44,7 @@ __all__ = [
     "is_token",
     "mcp_headers",
     "safe_header_value",
+    "stream_headers",
     "tool_param_headers",
 ]
 
@@ -53,6 +56,8 @@ MCP_METHOD: Final = "Mcp-Method"
 MCP_NAME: Final = "Mcp-Name"
 MCP_PARAM_PREFIX: Final = "Mcp-Param-"
 MCP_SESSION_ID: Final = "Mcp-Session-Id"
+#: Resumes an event stream after the last event seen (the SSE standard's header).
+LAST_EVENT_ID: Final = "Last-Event-ID"
 
 #: The largest integer an ``Mcp-Param-*`` header carries (JSON's exact-integer range).
 MAX_SAFE_INTEGER: Final = 2**53 - 1
@@ -406,7 +411,7 @@ def mcp_headers(
     2026-07-28: ``MCP-Protocol-Version`` (mirroring ``params._meta`` protocolVersion, else the
     dialect's version) on every message, ``Mcp-Method`` on requests and notifications,
     ``Mcp-Name`` per :data:`NAME_SOURCES` (encoded), and for ``tools/call`` with ``tool`` one
-    ``Mcp-Param-<Name>`` per annotated argument present and not null. Initialize era: nothing
+    ``Mcp-Param-<Name>`` per annotated argument present and not null. Session era: nothing
     for ``initialize``, else ``MCP-Protocol-Version`` and ``Mcp-Session-Id`` when given; with
     ``standard_headers`` (a client that also speaks 2026-07-28 and fell back) ``Mcp-Method`` and
     ``Mcp-Name`` too, so a server routing on SEP-2243 headers sees them on every POST.
@@ -437,6 +442,19 @@ def mcp_headers(
     _add_standard(headers, message, method, params)
     if method == "tools/call" and tool is not None and "id" in message:
         headers.update(_param_headers(tool, params))
+    return headers
+
+
+def stream_headers(
+    dialect: Dialect, session_id: str | None = None, last_event_id: str | None = None
+) -> dict[str, str]:
+    """The MCP headers of a GET that opens or resumes an event stream: ``MCP-Protocol-Version``,
+    ``Mcp-Session-Id`` once issued (session era), and ``Last-Event-ID`` to resume after it."""
+    headers = {MCP_PROTOCOL_VERSION: _plain(MCP_PROTOCOL_VERSION, dialect.version)}
+    if session_id is not None and not dialect.stateless:
+        headers[MCP_SESSION_ID] = _plain(MCP_SESSION_ID, session_id)
+    if last_event_id:
+        headers[LAST_EVENT_ID] = last_event_id
     return headers
 
 

@@ -581,7 +581,8 @@ def notification(method: str, params: dict[str, Any] | None = None) -> dict[str,
 
 
 def cancelled_notification(request_id: RequestId, reason: str | None = None) -> dict[str, Any]:
-    """The initialize-era ``notifications/cancelled`` for a request the client gave up on."""
+    """The session-era ``notifications/cancelled`` for a request the client gave up on (and the
+    one that ends a ``subscriptions/listen`` stream over stdio)."""
     params: dict[str, Any] = {"requestId": _checked_id(request_id)}
     if reason is not None:
         params["reason"] = reason

@@ -6,7 +6,9 @@ nothing the protocol layer could decide: it raises ``McpError(kind="transport")`
 
 Custom transports: a class with a ``connect(init_arg, options)`` class method (see
 :class:`TransportClass`) whose instances implement :class:`Transport`, passed to
-``snodo.connect((TransportClass, init_arg))``.
+``snodo.connect((TransportClass, init_arg))``. The rules every transport shares are pure functions
+in ``snodo.protocol.exchange`` (a request's :class:`~snodo.protocol.exchange.Deadline`, the
+progress-token rule, the replies to server requests); a custom transport can use them too.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ if TYPE_CHECKING:
     from snodo.transports.listening import Listening, SessionFanout, SubscriptionSink
 
 #: Receives each ``notifications/progress`` params dict of the request, in the calling thread.
+#: The client sends the request's id as its ``progressToken``: a progress notification belongs to
+#: the request whose id is its token (``snodo.protocol.exchange.is_progress_for``).
 ProgressSink = Callable[[dict[str, Any]], None]
 
 #: Answers a server-to-client request: ``(method, params) -> result``; raises McpError to refuse.
@@ -29,7 +33,13 @@ ServerRequestHandler = Callable[[str, dict[str, Any]], dict[str, Any]]
 
 @dataclass(frozen=True, slots=True)
 class RequestOptions:
-    """Per-request options the client hands to a transport."""
+    """Per-request options the client hands to a transport.
+
+    ``timeout``, ``reset_timeout_on_progress`` and ``max_total_timeout`` make the request's
+    deadline (``snodo.protocol.exchange.Deadline.start(options, now)``). ``on_progress`` gets the
+    ``notifications/progress`` whose ``progressToken`` is the request's id (the token the client
+    sends is always the id: ``exchange.is_progress_for``).
+    """
 
     dialect: Dialect
     timeout: float | None = 30.0
@@ -81,22 +91,24 @@ class Transport(Protocol):
     Optional methods, looked up when needed:
 
     - ``notify(message, options) -> None`` sends a notification (``notifications/initialized``).
-      Without it only 2026-07-28 connections can open (initialize-era ones are -32602).
+      Without it only 2026-07-28 connections can open (session-era ones are -32602).
     - ``listen(message, options, sink) -> Listening`` opens a ``subscriptions/listen`` stream
       (2026-07-28; ``snodo.transports.listening`` has the sink and the handle); without it
       ``Client.listen()`` raises TypeError there (see :func:`supports_listen`).
     - ``delete_session(timeout) -> None`` ends the session the server identified; the client
       calls it on close when the session has an id.
 
-    An initialize-era session is carried by the transport, not by the client: after
+    A session-era session is carried by the transport, not by the client: after
     ``initialize`` the client reads the transport's ``session_id`` attribute (the
     ``Mcp-Session-Id`` response header an HTTP-like transport captured; absent or None if none);
     the transport adds the session headers (``MCP-Protocol-Version`` from
     ``options.dialect.version`` and the session id) to later requests itself; and a request the
-    server sends during a call is answered by calling ``options.on_server_request(method,
-    params)`` and sending back its result (an ``McpError`` it raises is the error answer).
-    ``options.on_progress`` receives each ``notifications/progress`` params of the request; a
-    transport that ignores it delivers no progress.
+    server sends during a call is answered with
+    ``exchange.server_request_reply(id, method, params, options.on_server_request)`` (the
+    handler's result, its ``McpError`` as the error answer, ping without the handler).
+    ``options.on_progress`` receives each ``notifications/progress`` params whose
+    ``progressToken`` is the request's id (``exchange.is_progress_for``); a transport that
+    ignores it delivers no progress.
 
     Declared optional members (:class:`BaseTransport` has the defaults; read them through
     :func:`traits_of`, :func:`cache_identity_of` and :func:`session_events_of`):
@@ -128,7 +140,7 @@ class TransportClass(Protocol):
 
 
 def supports_notify(transport: object) -> bool:
-    """True when the transport can send notifications (needed for initialize-era sessions)."""
+    """True when the transport can send notifications (needed for session-era sessions)."""
     return callable(getattr(transport, "notify", None))
 
 

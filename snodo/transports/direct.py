@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from snodo.protocol import errors, jsonrpc
 from snodo.protocol.errors import McpError
+from snodo.protocol.exchange import not_acknowledged_error, server_request_result
 from snodo.transports.base import (
     BaseTransport,
     CacheIdentity,
@@ -32,7 +33,6 @@ from snodo.transports.listening import (
     SessionFanout,
     StreamRoute,
     SubscriptionSink,
-    ended_before_ack,
 )
 
 if TYPE_CHECKING:
@@ -58,10 +58,8 @@ class _InlineCall:
         self.raised: BaseException | None = None
 
     def server_request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        if self.answer is None:
-            raise errors.method_not_found(method)
         try:
-            return self.answer(method, params)
+            return server_request_result(method, params, self.answer)
         except McpError:
             raise
         except Exception as exc:
@@ -179,7 +177,7 @@ class DirectTransport(BaseTransport):
         if not taken:
             if response is not None and isinstance(response.get("error"), dict):
                 raise McpError.from_wire(response["error"])
-            raise ended_before_ack()
+            raise not_acknowledged_error()
         sub = taken[0]
         route = StreamRoute(message["id"], sink)
         sub.start(route.on_message)
@@ -333,10 +331,8 @@ class DirectTransport(BaseTransport):
     def _answer(
         answer: ServerRequestHandler | None, method: str, params: dict[str, Any]
     ) -> tuple[bool, Any]:
-        if answer is None:
-            return False, errors.method_not_found(method)
         try:
-            return True, answer(method, params)
+            return True, server_request_result(method, params, answer)
         except Exception as exc:
             return False, exc
 

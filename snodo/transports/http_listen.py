@@ -4,28 +4,28 @@ subscription, held open by a reader task of its own until the stream ends.
 The reader feeds the subscription's :class:`StreamRoute` one event at a time (each within
 ``max_response_bytes``). Cancelling shuts the response down, which the server takes as the
 cancellation; ``close()`` of the client leaves the stream open. A stream that breaks off
-without the listen result ends with -32000.
+without the listen result ends with -32000. What it needs of the transport is
+:class:`EventStreamSource` (``HttpTransport`` is one).
 """
 
 from __future__ import annotations
 
-import time
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, TypeVar
 
 from snodo._log import get_logger
 from snodo._tasks import Task
-from snodo.protocol import errors, jsonrpc
+from snodo.protocol import errors
 from snodo.protocol.errors import McpError
-from snodo.protocol.headers import mcp_headers
 from snodo.protocol.sse import EventTooLarge, SseParser
+from snodo.protocol.streamable import event_message
 from snodo.transports.base import RequestOptions
-from snodo.transports.http_wire import WireError
+from snodo.transports.http_wire import Response, WireError
 from snodo.transports.listening import Listening, StreamRoute, SubscriptionSink
 
-if TYPE_CHECKING:
-    from snodo.transports.streamable_http import HttpTransport
+__all__ = ["LISTEN_READ", "READER_STOP", "EventStreamSource", "open_listen"]
 
 _log = get_logger("snodo.transports.streamable_http")
+_T = TypeVar("_T")
 
 #: The most a listen stream reads at once: the buffer is held while the read blocks, for the
 #: stream's whole life (an event larger than this just takes more reads).
@@ -34,30 +34,33 @@ LISTEN_READ = 4096
 READER_STOP = 2.0
 
 
+class EventStreamSource(Protocol):
+    """The transport side of a listen stream."""
+
+    @property
+    def max_response_bytes(self) -> int:
+        """The most one event may hold."""
+        ...
+
+    def open_event_stream(self, message: dict[str, Any], options: RequestOptions) -> Response:
+        """POST ``message``; its event-stream answer, or the refusal raised."""
+        ...
+
+    def redacted(self, value: _T) -> _T:
+        """``value`` without any credential the transport sent."""
+        ...
+
+
 def open_listen(
-    transport: HttpTransport,
+    transport: EventStreamSource,
     message: dict[str, Any],
     options: RequestOptions,
     sink: SubscriptionSink,
 ) -> Listening:
     """POST the listen request and return once its stream acknowledged it."""
-    from snodo.transports.streamable_http import _discard, _event_message
-
-    transport._check_open()
-    body = jsonrpc.encode(message)
-    headers = mcp_headers(options.dialect, message, session_id=None)
-    try:
-        response, _ = transport._send("POST", body, headers, options.timeout, stream=True)
-    except McpError as error:
-        raise transport.redacted(error) from None
-    content_type = (response.headers.get("content-type") or "").split(";")[0].strip().lower()
-    if content_type != "text/event-stream" or not 200 <= response.status < 300:
-        try:
-            raise _refusal(transport, message, response, options.timeout)
-        finally:
-            _discard(response)
+    response = transport.open_event_stream(message, options)
     route = StreamRoute(message["id"], sink)
-    limit = transport._limit
+    limit = transport.max_response_bytes
 
     def read() -> None:
         parser = SseParser(max_event_bytes=limit)
@@ -68,9 +71,11 @@ def open_listen(
                 if not chunk:
                     break
                 for event in parser.feed(chunk):
-                    item = _event_message(event.data)
+                    item = event_message(event.data)
                     if item is not None:
                         route.on_message(item)
+                    elif event.data:
+                        _log.info("skipped an event that is not JSON-RPC")
         except EventTooLarge:
             error = errors.connection_error(
                 "An event is larger than max_response_bytes",
@@ -85,7 +90,7 @@ def open_listen(
                 "The subscription stream stopped", cause=("http", transport.redacted(repr(exc)))
             )
         finally:
-            _discard(response)
+            response.discard()
         route.end(
             error
             if error is not None
@@ -98,7 +103,7 @@ def open_listen(
 
     def cancel() -> None:
         route.silence()
-        _discard(response)
+        response.discard()
         if not reader.is_current():
             reader.join(READER_STOP)
 
@@ -111,26 +116,3 @@ def open_listen(
         cancel()
         raise
     return Listening(accepted, cancel)
-
-
-def _refusal(
-    transport: HttpTransport, message: dict[str, Any], response: Any, timeout: float | None
-) -> McpError:
-    """The JSON answer (an error response) or the HTTP status, as an McpError (without any
-    credential the transport sent: the server may echo them), read within ``timeout``."""
-    from snodo.transports.streamable_http import _json_rpc
-
-    deadline = None if timeout is None else time.monotonic() + timeout
-    try:
-        body = transport._read_all(response, deadline, timeout)
-    except McpError as error:
-        return transport.redacted(error)
-    decoded = _json_rpc(body)
-    if decoded is not None and isinstance(decoded.get("error"), dict):
-        return transport.redacted(McpError.from_wire(decoded["error"]))
-    if decoded is not None and "result" in decoded:
-        return errors.connection_error(
-            "The subscription stream ended before its acknowledgement",
-            cause=("not_acknowledged",),
-        )
-    return transport._status_error(response, body)

@@ -101,7 +101,7 @@ class _Conn:
 class Response:
     """A response whose body is read on demand (``read1``); the urllib3 subset the transport
     uses: ``status``, ``headers``, ``read1``, ``release_conn``, ``drain_conn``, ``shutdown``,
-    ``close``."""
+    ``close``; and ``discard``."""
 
     def __init__(
         self, wire: WirePool, conn: _Conn, head: http1.Head, framing: tuple[str, int]
@@ -217,6 +217,12 @@ class Response:
         conn, self._conn = self._conn, None
         if conn is not None:
             conn.close()
+
+    def discard(self) -> None:
+        """Give up on the response: shut it down and close it, so its connection is not reused
+        (from any thread; a read blocked on it returns at once)."""
+        self.shutdown()
+        self.close()
 
 
 Key = tuple[Any, ...]

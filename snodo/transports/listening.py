@@ -22,6 +22,7 @@ from snodo._log import get_logger
 from snodo.protocol import errors
 from snodo.protocol import subscriptions as subs
 from snodo.protocol.errors import McpError
+from snodo.protocol.exchange import not_acknowledged_error
 
 _log = get_logger("snodo.transports.listening")
 
@@ -40,12 +41,6 @@ class Listening:
 
     accepted: dict[str, Any]
     cancel: Callable[[], None]
-
-
-def ended_before_ack() -> McpError:
-    return errors.connection_error(
-        "The subscription stream ended before its acknowledgement", cause=("not_acknowledged",)
-    )
 
 
 class StreamRoute:
@@ -94,7 +89,7 @@ class StreamRoute:
             self.ended = True
             acked = self.accepted is not None
             if not acked:
-                self.failure = error if error is not None else ended_before_ack()
+                self.failure = error if error is not None else not_acknowledged_error()
         if not acked:
             self._acked.set()
             return

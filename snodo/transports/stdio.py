@@ -30,6 +30,14 @@ from snodo._tasks import Task, TaskCancelled
 from snodo.protocol import errors, jsonrpc
 from snodo.protocol import subscriptions as subs
 from snodo.protocol.errors import McpError
+from snodo.protocol.exchange import (
+    Deadline,
+    answered_without_handler,
+    busy_reply,
+    handler_raised_reply,
+    progress_request_id,
+    server_request_reply,
+)
 from snodo.protocol.framing import LineFramer, Oversized
 from snodo.supervision import ChildSpec, Owner, Watch, watch
 from snodo.supervision.pooled import PooledActor
@@ -231,10 +239,11 @@ class StdioTransport(BaseTransport):
                 self._write(message, started + limit, on_block)
             except TimeoutError:
                 raise errors.timeout_error(limit, cause=("write_timeout",)) from None
+            deadline = Deadline.start(options, started)
             try:
                 if self._lead:
-                    return self._await_leading(request_id, call, options, started)
-                return self._await(request_id, call, options, started)
+                    return self._await_leading(request_id, call, options, deadline)
+                return self._await(request_id, call, options, deadline)
             except McpError:
                 raise
             except BaseException:
@@ -577,13 +586,12 @@ class StdioTransport(BaseTransport):
             emit("suppressed repeated records", connection=self.name, kind=kind, suppressed=count)
 
     def _await(
-        self, request_id: Any, call: _Call, options: RequestOptions, started: float
+        self, request_id: Any, call: _Call, options: RequestOptions, deadline: Deadline
     ) -> dict[str, Any]:
-        deadline, cap = _deadlines(options, started)
         while True:
-            remaining = _remaining(deadline, cap)
+            remaining = deadline.remaining(time.monotonic())
             if remaining is not None and remaining <= 0:
-                return self._timed_out(request_id, options, deadline, cap)
+                return self._timed_out(request_id, deadline)
             try:
                 kind, value = call.inbox.get(timeout=remaining)
             except queue.Empty:
@@ -591,25 +599,23 @@ class StdioTransport(BaseTransport):
             response = _inbox_item(call, kind, value, options)
             if response is not None:
                 return response
-            if options.reset_timeout_on_progress and options.timeout is not None:
-                deadline = time.monotonic() + options.timeout
+            deadline = deadline.after_progress(time.monotonic())
 
     def _await_leading(
-        self, request_id: Any, call: _Call, options: RequestOptions, started: float
+        self, request_id: Any, call: _Call, options: RequestOptions, deadline: Deadline
     ) -> dict[str, Any]:
         """``_await`` with leader reading: read stdout while no one else does, else wait on
         the inbox (where the leader puts the response, or the reader role when it is handed
         over). The role is given up before any user code runs and before returning."""
-        deadline, cap = _deadlines(options, started)
         try:
             while True:
                 if not call.inbox.empty():
                     kind, value = call.inbox.get_nowait()
                 else:
-                    remaining = _remaining(deadline, cap)
+                    remaining = deadline.remaining(time.monotonic())
                     if remaining is not None and remaining <= 0:
                         self._leave(call)
-                        return self._timed_out(request_id, options, deadline, cap)
+                        return self._timed_out(request_id, deadline)
                     if self._take_reader(call):
                         self._read_leading(call, remaining)
                         continue
@@ -628,8 +634,7 @@ class StdioTransport(BaseTransport):
                 response = _inbox_item(call, kind, value, options)
                 if response is not None:
                     return response
-                if options.reset_timeout_on_progress and options.timeout is not None:
-                    deadline = time.monotonic() + options.timeout
+                deadline = deadline.after_progress(time.monotonic())
         finally:
             self._leave(call)
 
@@ -746,18 +751,9 @@ class StdioTransport(BaseTransport):
         finally:
             self._release_reader()
 
-    def _timed_out(
-        self, request_id: Any, options: RequestOptions, deadline: float | None, cap: float | None
-    ) -> dict[str, Any]:
+    def _timed_out(self, request_id: Any, deadline: Deadline) -> dict[str, Any]:
         self._cancel(request_id, "Request timed out")
-        if (
-            cap is not None
-            and deadline is not None
-            and cap <= deadline
-            and options.max_total_timeout is not None
-        ):
-            raise errors.max_total_timeout_error(options.max_total_timeout)
-        raise errors.timeout_error(options.timeout or 0.0)
+        raise deadline.error()
 
     def _cancel(self, request_id: Any, reason: str) -> None:
         with self._lock:
@@ -876,10 +872,12 @@ class StdioTransport(BaseTransport):
     def _on_notification(self, method: str, params: dict[str, Any] | None) -> None:
         if self._listens and self._route_listen(method, params):
             return
-        if method == "notifications/progress" and params is not None:
-            token = params.get("progressToken")
+        if method == "notifications/progress":
+            token = progress_request_id(params)
+            if token is None:
+                return
             with self._lock:
-                call = self._pending.get(token) if isinstance(token, (int, str)) else None
+                call = self._pending.get(token)
             if call is None:
                 return
             if call.queued_progress >= MAX_QUEUED_PROGRESS:
@@ -901,33 +899,23 @@ class StdioTransport(BaseTransport):
     def _on_server_request(
         self, request_id: Any, method: str, params: dict[str, Any] | None, message: dict[str, Any]
     ) -> None:
-        if method == "ping":
-            self._reply(jsonrpc.result_response(request_id, {}))
-            return
+        """Reply at once when no handler has to run (ping, or no handler at all); else run the
+        handler in the pool. A handler that raises is answered -32603 (the seed's stdio rule)."""
         answer = self._answer
-        if answer is None:
-            self._reply(jsonrpc.error_response(request_id, errors.method_not_found(method)))
+        if answer is None or answered_without_handler(method, params):
+            self._reply(server_request_reply(request_id, method, params, None))
             return
 
         def run() -> None:
             try:
-                result = answer(method, params if params is not None else {})
-                reply = jsonrpc.result_response(request_id, result)
-            except McpError as error:
-                reply = jsonrpc.error_response(request_id, error)
+                reply = server_request_reply(request_id, method, params, answer)
             except Exception as exc:
                 _log.warning("an input handler raised", connection=self.name, method=method)
-                reply = jsonrpc.error_response(
-                    request_id, errors.internal_error(f"Input handler raised: {type(exc).__name__}")
-                )
+                reply = handler_raised_reply(request_id, exc)
             self._reply(reply)
 
         if not self._handlers.submit(run):
-            self._reply(
-                jsonrpc.error_response(
-                    request_id, errors.internal_error("Too many server requests in flight")
-                )
-            )
+            self._reply(busy_reply(request_id))
 
     def _on_stdout_eof(self) -> None:
         for line in self._framer.flush():
@@ -1088,25 +1076,6 @@ def _stop_owner(ref: Any, name: str) -> None:
         terminate_child(connections(), name, timeout=5.0)
     except Exception:
         _log.debug("owner already gone", connection=name)
-
-
-def _deadlines(options: RequestOptions, started: float) -> tuple[float | None, float | None]:
-    """The request's deadline and, when progress resets it, the cap of max_total_timeout."""
-    timeout = options.timeout
-    deadline = None if timeout is None else started + timeout
-    cap = (
-        started + options.max_total_timeout
-        if options.reset_timeout_on_progress and options.max_total_timeout is not None
-        else None
-    )
-    return deadline, cap
-
-
-def _remaining(deadline: float | None, cap: float | None) -> float | None:
-    """Seconds left before the earlier of deadline and cap (None: no deadline)."""
-    if deadline is None:
-        return None
-    return (deadline if cap is None else min(deadline, cap)) - time.monotonic()
 
 
 def _inbox_item(

@@ -2,16 +2,18 @@
 
 Requests run in the calling thread. A JSON answer is read whole (within ``max_response_bytes``);
 an event-stream answer is read as it arrives with ``read1()``: progress is delivered as it comes,
-initialize-era server requests are answered by the input handlers in the calling thread and
+session-era server requests are answered by the input handlers in the calling thread and
 POSTed back, and the call returns at the event that carries its response. A timeout shuts the
-response down, which the server treats as cancellation. Headers come from the dialect's policy
-(``snodo.protocol.headers``); bearer tokens from an optional ``TokenProvider`` (``snodo.auth``).
-The HTTP/1.1 client itself is ``snodo.transports.http_wire`` (docs/decisions/0024).
+response down, which the server treats as cancellation. What an answer means is decided in
+``snodo.protocol.streamable``, deadlines and server-request replies in
+``snodo.protocol.exchange``; headers come from the dialect's policy (``snodo.protocol.headers``);
+bearer tokens from an optional ``TokenProvider`` (``snodo.auth``). The HTTP/1.1 client itself is
+``snodo.transports.http_wire`` (docs/decisions/0024); ``http_inflight`` tracks what each request
+in flight is blocked on, ``http_listen`` holds ``subscriptions/listen`` streams.
 """
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from collections.abc import Mapping
@@ -19,11 +21,35 @@ from typing import Any, TypeVar
 
 from snodo._log import get_logger
 from snodo._tasks import Task
-from snodo.auth import Challenge, TokenProvider, check_token, needs_refresh, select_challenge
-from snodo.protocol import errors, jsonrpc, redaction
+from snodo.auth import (
+    Challenge,
+    TokenProvider,
+    bearer_header,
+    check_token,
+    needs_refresh,
+    select_challenge,
+    unauthorized_error,
+)
+from snodo.protocol import caching, errors, jsonrpc, redaction, streamable
 from snodo.protocol.errors import McpError
-from snodo.protocol.headers import check_user_headers, filter_tools, mcp_headers
+from snodo.protocol.exchange import Deadline, is_progress_for, server_request_reply
+from snodo.protocol.headers import (
+    MCP_PROTOCOL_VERSION,
+    check_user_headers,
+    filter_tools,
+    mcp_headers,
+    stream_headers,
+)
 from snodo.protocol.sse import EventTooLarge, SseParser
+from snodo.protocol.streamable import (
+    event_message,
+    is_event_stream,
+    may_resume,
+    opens_standalone_stream,
+    read_post_answer,
+    response_to,
+    retry_delay,
+)
 from snodo.transports import http_wire
 from snodo.transports.base import (
     BaseTransport,
@@ -32,6 +58,8 @@ from snodo.transports.base import (
     ServerRequestHandler,
     TransportTraits,
 )
+from snodo.transports.http_inflight import Attempt, Call, Calls, Watchdog, closed_error
+from snodo.transports.http_listen import open_listen
 from snodo.transports.http_wire import WireError
 from snodo.transports.listening import (
     Listening,
@@ -46,129 +74,22 @@ _T = TypeVar("_T")
 
 ACCEPT = "application/json, text/event-stream"
 READ_SIZE = 64 * 1024
-#: How long close() waits for the DELETE that ends an initialize-era session.
+#: How long close() waits for the DELETE that ends a session-era session.
 DELETE_WAIT = 5.0
-#: Resumptions of one broken initialize-era event stream, and the wait without a `retry` field.
-MAX_RESUMES = 3
-DEFAULT_RETRY_MS = 1000
 #: The standalone GET stream: connect timeout, and how long close() waits for its reader.
 LISTENER_CONNECT = 30.0
 LISTENER_STOP = 2.0
 #: How long notifications/initialized waits for the GET stream to open (or be refused), so that
 #: a server request sent there after connect() returns is not lost (docs/decisions/0013).
 LISTENER_SETTLE = 5.0
-#: How long a timed-out initialize-era request's notifications/cancelled may take (seconds).
+#: How long a timed-out session-era request's notifications/cancelled may take (seconds).
 CANCEL_WAIT = 0.5
+#: How long the body of a refused answer is read for its error.
+REFUSAL_READ = 5.0
 #: Guards making a transport's close Event on first use (rare: a retry or resumption wait).
 _CLOSING_LOCK = threading.Lock()
-#: Connections kept per host in the shared pool (concurrent requests beyond it open and close).
-POOL_MAXSIZE = http_wire.MAX_IDLE
-
-
-class _Attempt:
-    """The socket of the request in flight, so a deadline (``cut``) or close() (``shutdown``)
-    can end a response head that drips or never comes."""
-
-    __slots__ = ("closed", "fired", "sock")
-
-    def __init__(self) -> None:
-        self.sock: Any = None
-        self.fired = False
-        self.closed = False
-
-    def lend(self, sock: Any) -> None:
-        """The socket the request goes out on (cut at the deadline, or at close())."""
-        self.sock = sock
-        if self.fired or self.closed:
-            self._shut()
-
-    def cut(self) -> None:
-        """The deadline passed."""
-        self.fired = True
-        self._shut()
-
-    def shutdown(self) -> None:
-        """The transport was closed."""
-        self.closed = True
-        self._shut()
-
-    def _shut(self) -> None:
-        sock = self.sock
-        if sock is not None:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-
-class _Call:
-    """One request in flight: what it is blocked on (a response head's attempt, a response
-    being read, a nested POST), so close() can shut each down and the caller fails at once."""
-
-    __slots__ = ("_held", "closed", "head")
-
-    def __init__(self) -> None:
-        self.closed = False
-        self.head: _Attempt | None = None  # the response head being awaited
-        self._held: list[Any] = []  # at most a few: the stream and one nested request
-
-    def hold(self, target: Any) -> None:
-        """``target.shutdown()`` ends what the call waits on; at once if already closed."""
-        self._held.append(target)
-        if self.closed:
-            _shutdown(target)
-
-    def drop(self, target: Any) -> None:
-        try:
-            self._held.remove(target)
-        except ValueError:
-            pass
-
-    def close(self) -> None:
-        self.closed = True
-        head = self.head
-        if head is not None:
-            head.shutdown()
-        for target in list(self._held):
-            _shutdown(target)
-
-
-class _Calls:
-    """The requests in flight on one transport, so close() fails every one at once. One entry
-    per caller blocked in a request (bounded by the calling threads and greenlets); each
-    leaves when its request returns."""
-
-    def __init__(self) -> None:
-        self._live: set[_Call] = set()
-        self.closed = False
-
-    def begin(self) -> _Call:
-        # No lock (the hot path): a call added after close() took its snapshot sees `closed`.
-        call = _Call()
-        self._live.add(call)
-        if self.closed:
-            self._live.discard(call)
-            raise _closed_error()
-        return call
-
-    def end(self, call: _Call) -> None:
-        self._live.discard(call)
-
-    def close(self) -> None:
-        self.closed = True
-        for call in list(self._live):
-            call.close()
-
-
-def _closed_error() -> McpError:
-    return errors.connection_error("The connection was closed", cause=("closed",))
-
-
-def _shutdown(target: Any) -> None:
-    try:
-        target.shutdown()
-    except Exception:
-        pass
+#: The -32001 cause of a deadline that passed while the answer was awaited or read.
+_DEADLINE = ("http", "deadline")
 
 
 def _pool(verify: bool, ca_certs: str | None, client_cert: Any) -> http_wire.WirePool:
@@ -177,34 +98,6 @@ def _pool(verify: bool, ca_certs: str | None, client_cert: Any) -> http_wire.Wir
         (client_cert, None) if isinstance(client_cert, str) else (client_cert or (None, None))
     )
     return http_wire.pool(verify, ca_certs, cert_file, key_file)
-
-
-class _Watchdog:
-    """Shuts a response down at a deadline, so a blocked read fails at once (the shared timer
-    service runs it: no thread per request)."""
-
-    def __init__(self) -> None:
-        self._timer: Any = None
-        self.fired = False
-
-    def arm(self, response: Any, delay: float) -> None:
-        from snodo.supervision.timers import call_later
-
-        self.cancel()
-
-        def fire() -> None:
-            self.fired = True
-            try:
-                response.shutdown()
-            except Exception:
-                pass
-
-        self._timer = call_later(max(0.0, delay), fire)
-
-    def cancel(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
 
 
 class HttpTransport(BaseTransport):
@@ -244,7 +137,8 @@ class HttpTransport(BaseTransport):
             dict(headers or {}), token_provider=token_provider is not None
         )
         self._provider = token_provider
-        self._limit = max_response_bytes
+        #: The most an answer (its head, a JSON body, one event) may hold.
+        self.max_response_bytes = max_response_bytes
         self._pool = _pool(verify, ca_certs, client_cert)
         self._tls = (verify, ca_certs)
         self._client_cert = client_cert
@@ -254,7 +148,7 @@ class HttpTransport(BaseTransport):
         #: Set by close(): ends waits between attempts (made by the first wait: most
         #: connections never wait, and an Event costs ~1 KiB per idle connection).
         self._closing: threading.Event | None = None
-        self._calls = _Calls()
+        self._calls = Calls()
         #: Every credential sent, to redact from what is kept of answers (docs/decisions/0030).
         self._sent = SentCredentials(redaction.credentials(self._user_headers))
         self._pool.retain(self.url)  # its idle connections live while a client holds the URL
@@ -264,7 +158,7 @@ class HttpTransport(BaseTransport):
     def request(self, message: dict[str, Any], options: RequestOptions) -> dict[str, Any]:
         """POST a request and return its response (JSON, or the event that carries it).
 
-        close() fails it at once with -32000; a timeout on an initialize-era session also
+        close() fails it at once with -32000; a timeout on a session-era session also
         POSTs ``notifications/cancelled``; nothing kept of an answer carries a credential sent
         (docs/decisions/0030).
         """
@@ -287,7 +181,7 @@ class HttpTransport(BaseTransport):
         return answer
 
     def _request(
-        self, message: dict[str, Any], options: RequestOptions, call: _Call
+        self, message: dict[str, Any], options: RequestOptions, call: Call
     ) -> dict[str, Any]:
         body = jsonrpc.encode(message)
         headers = mcp_headers(
@@ -297,7 +191,8 @@ class HttpTransport(BaseTransport):
             session_id=self._session_for(message),
             standard_headers=self.standard_headers,
         )
-        response, deadline = self._post(body, headers, options.timeout, call)
+        response, started = self._post(body, headers, options.timeout, call)
+        deadline = Deadline.start(options, started)
         call.hold(response)
         capture = message.get("method") == "initialize"
         try:
@@ -311,18 +206,18 @@ class HttpTransport(BaseTransport):
             call.drop(response)
             response.release_conn()
 
-    def _settle(self, error: McpError, call: _Call) -> McpError:
+    def _settle(self, error: McpError, call: Call) -> McpError:
         """The error the caller gets: -32000 "closed" once close() cut the call (a timeout
         stays one, and the server's own errors stay its own), with every credential sent
         redacted."""
         if call.closed and error.kind == "transport" and error.code != errors.REQUEST_TIMEOUT:
-            error = _closed_error()
+            error = closed_error()
         return redaction.redact_error(error, self._sent.values())
 
     def _cancel(
-        self, message: dict[str, Any], options: RequestOptions, reason: str, call: _Call
+        self, message: dict[str, Any], options: RequestOptions, reason: str, call: Call
     ) -> None:
-        """After a timeout on an initialize-era session, POST ``notifications/cancelled`` (a
+        """After a timeout on a session-era session, POST ``notifications/cancelled`` (a
         disconnect is not a cancellation there), within ``CANCEL_WAIT``; failures are logged
         at debug only. 2026-07-28 cancels by the closed stream alone; initialize is never
         cancelled."""
@@ -370,16 +265,13 @@ class HttpTransport(BaseTransport):
             raise settled from None
         finally:
             self._calls.end(call)
-        if (
-            message.get("method") == "notifications/initialized"
-            and not options.dialect.stateless
-            and self.session_id is not None
-            and self._listener is None
+        if self._listener is None and opens_standalone_stream(
+            message, options.dialect, self.session_id
         ):
             answered = threading.Event()  # the first GET was answered, or failed
             self._listener = Task(
                 lambda: self._listen(options.dialect, answered),
-                f"snodo-http-get-{self.session_id[:8]}",
+                f"snodo-http-get-{(self.session_id or '')[:8]}",
             )
             settle = LISTENER_SETTLE if options.timeout is None else options.timeout
             answered.wait(min(settle, LISTENER_SETTLE))
@@ -388,12 +280,35 @@ class HttpTransport(BaseTransport):
         self, message: dict[str, Any], options: RequestOptions, sink: SubscriptionSink
     ) -> Listening:
         """``subscriptions/listen`` on a POST of its own (see ``http_listen``)."""
-        from snodo.transports.http_listen import open_listen
-
         return open_listen(self, message, options, sink)
 
+    def open_event_stream(
+        self, message: dict[str, Any], options: RequestOptions
+    ) -> http_wire.Response:
+        """POST ``message`` and return its event-stream answer, left open for the caller to
+        read (``subscriptions/listen``). An answer that is no event stream raises its error
+        (read within ``options.timeout``); no error carries a credential this transport sent."""
+        self._check_open()
+        body = jsonrpc.encode(message)
+        headers = mcp_headers(options.dialect, message, session_id=None)
+        try:
+            response, _ = self._send("POST", body, headers, options.timeout, stream=True)
+        except McpError as error:
+            raise self.redacted(error) from None
+        if is_event_stream(response.headers) and 200 <= response.status < 300:
+            return response
+        try:
+            deadline = Deadline.within(options.timeout, time.monotonic())
+            try:
+                answer = self._read_all(response, deadline)
+            except McpError as error:
+                raise self.redacted(error) from None
+            raise streamable.listen_refusal(response.status, answer, self.url, self._sent.values())
+        finally:
+            response.discard()
+
     def delete_session(self, timeout: float | None = None) -> None:
-        """End the initialize-era session with DELETE (its outcome is ignored; 405 is fine)."""
+        """End the session-era session with DELETE (its outcome is ignored; 405 is fine)."""
         if self.session_id is None:
             return
         wait = DELETE_WAIT if timeout is None else min(timeout, DELETE_WAIT)
@@ -433,9 +348,9 @@ class HttpTransport(BaseTransport):
 
     def _cache_namespace(self) -> tuple[str, str]:
         """Public results are shared by the same URL, non-credential headers and TLS options."""
-        from snodo.protocol import caching
-
-        return caching.http_namespace(self.url, self._user_headers, self._limit, self._tls)
+        return caching.http_namespace(
+            self.url, self._user_headers, self.max_response_bytes, self._tls
+        )
 
     def _cache_credential(self) -> str:
         """The private partition: credential headers, the provider's token, client cert, session."""
@@ -443,8 +358,6 @@ class HttpTransport(BaseTransport):
         known = self._credential
         if known is not None and known[0] == token and known[1] == self.session_id:
             return known[2]
-        from snodo.protocol import caching
-
         value = caching.http_credential(
             self._user_headers, token, self._client_cert, self.session_id
         )
@@ -460,7 +373,7 @@ class HttpTransport(BaseTransport):
     _version: str | None = None
 
     def _listen(self, dialect: Any, settled: threading.Event) -> None:
-        """The standalone GET stream of an initialize-era session: requests and notifications
+        """The standalone GET stream of a session-era session: requests and notifications
         a server sends only there (405: the server has none). Broken streams are resumed with
         Last-Event-ID after the server's retry delay; it ends with close()."""
         try:
@@ -473,17 +386,10 @@ class HttpTransport(BaseTransport):
             dialect=dialect, timeout=LISTENER_CONNECT, on_server_request=self._server_requests
         )
         last_id: str | None = None
-        retry_ms = DEFAULT_RETRY_MS
+        retry_ms = streamable.DEFAULT_RETRY_MS
         failures = 0
-        while not self._closed and failures < MAX_RESUMES + 2:
-            headers = mcp_headers(
-                dialect,
-                {"jsonrpc": "2.0", "method": "notifications/listen"},
-                session_id=self.session_id,
-            )
-            headers.pop("Mcp-Method", None)
-            if last_id:
-                headers["Last-Event-ID"] = last_id
+        while not self._closed and failures < streamable.MAX_RESUMES + 2:
+            headers = stream_headers(dialect, self.session_id, last_id)
             try:
                 response, _ = self._send("GET", None, headers, LISTENER_CONNECT, stream=True)
             except McpError as error:
@@ -494,16 +400,15 @@ class HttpTransport(BaseTransport):
                     error=self.redacted(error.message),
                 )
                 failures += 1
-                self._wait_closing(retry_ms / 1000.0)
+                self._wait_closing(retry_delay(retry_ms))
                 continue
             settled.set()
-            content_type = (response.headers.get("content-type") or "").split(";")[0].strip()
-            if response.status != 200 or content_type != "text/event-stream":
+            if response.status != 200 or not is_event_stream(response.headers):
                 _log.debug("no standalone stream", url=self.url, status=response.status)
-                _discard(response)
+                response.discard()
                 return
             self._listening = response
-            parser = SseParser(max_event_bytes=self._limit)
+            parser = SseParser(max_event_bytes=self.max_response_bytes)
             try:
                 while not self._closed:
                     chunk = response.read1(READ_SIZE)
@@ -511,8 +416,12 @@ class HttpTransport(BaseTransport):
                         break
                     failures = 0
                     for event in parser.feed(chunk):
-                        item = _event_message(event.data)
-                        if item is None or "method" not in item:
+                        item = event_message(event.data)
+                        if item is None:
+                            if event.data:
+                                _log.info("skipped an event that is not JSON-RPC")
+                            continue
+                        if "method" not in item:
                             continue
                         if "id" in item:
                             self._serve(item, options)
@@ -525,12 +434,12 @@ class HttpTransport(BaseTransport):
                 )
             finally:
                 self._listening = None
-                _discard(response)
+                response.discard()
             last_id = parser.last_event_id or last_id
             retry_ms = parser.retry if parser.retry is not None else retry_ms
             failures += 1
             if not self._closed:
-                self._wait_closing(retry_ms / 1000.0)
+                self._wait_closing(retry_delay(retry_ms))
         if not self._closed:  # the stream could not be resumed: session subscriptions end
             self.session_events.end_all(
                 errors.connection_error(
@@ -565,9 +474,9 @@ class HttpTransport(BaseTransport):
         body: bytes,
         headers: dict[str, str],
         timeout: float | None,
-        call: _Call | None = None,
-    ) -> tuple[Any, float | None]:
-        version = headers.get("MCP-Protocol-Version")
+        call: Call | None = None,
+    ) -> tuple[http_wire.Response, float]:
+        version = headers.get(MCP_PROTOCOL_VERSION)
         if version is not None:
             self._version = version
         return self._send("POST", body, headers, timeout, call=call)
@@ -577,16 +486,16 @@ class HttpTransport(BaseTransport):
         body: bytes,
         headers: dict[str, str],
         timeout: float | None,
-        call: _Call | None = None,
+        call: Call | None = None,
     ) -> None:
-        response, deadline = self._post(body, headers, timeout, call)
+        response, started = self._post(body, headers, timeout, call)
         if call is not None:
             call.hold(response)
         try:
             if 200 <= response.status < 300:
-                self._read_all(response, deadline, timeout)  # usually empty (202)
+                self._read_all(response, Deadline.within(timeout, started))  # usually empty (202)
                 return
-            raise self._status_error(response, None)
+            raise self._refused(response)
         finally:
             if call is not None:
                 call.drop(response)
@@ -600,37 +509,35 @@ class HttpTransport(BaseTransport):
         timeout: float | None,
         *,
         stream: bool = False,
-        call: _Call | None = None,
-    ) -> tuple[Any, float | None]:
+        call: Call | None = None,
+    ) -> tuple[http_wire.Response, float]:
         """Send with the token provider's token; refresh once after a 401 (or a 403 step-up).
+        Returns the response and when its attempt was sent (``timeout`` runs from there).
 
         ``stream``: a long-lived event stream (no read deadline; close() shuts it down).
         ``call``: the request in flight this belongs to (close() cuts it).
         """
         token = self._token()
-        response, deadline = self._attempt(method, body, headers, token, timeout, stream, call)
+        response, started = self._attempt(method, body, headers, token, timeout, stream, call)
         if self._provider is None or not needs_refresh(response.status, self._challenge(response)):
-            return response, deadline
+            return response, started
         challenge = self._challenge(response)
         status = response.status
-        _discard(response)
+        response.discard()
         token = self._provider.refresh(challenge, url=self.url, status=status, token=token)
         if token is not None:
             token = check_token(token)
-        response, deadline = self._attempt(method, body, headers, token, timeout, stream, call)
+        response, started = self._attempt(method, body, headers, token, timeout, stream, call)
         if response.status == 401 and _nonce_challenge(self._challenge(response)):
             # a DPoP nonce the server just issued (RFC 9449 §9): one more proof, same token
-            _discard(response)
-            response, deadline = self._attempt(method, body, headers, token, timeout, stream, call)
+            response.discard()
+            response, started = self._attempt(method, body, headers, token, timeout, stream, call)
         if response.status in (401, 403):
             second = self._challenge(response)
             status = response.status
-            _discard(response)
-            raise errors.connection_error(
-                f"The server refused the request twice (HTTP {status})",
-                cause=("unauthorized", status, second),
-            )
-        return response, deadline
+            response.discard()
+            raise unauthorized_error(status, second)
+        return response, started
 
     def _token(self) -> str | None:
         if self._provider is None:
@@ -639,7 +546,7 @@ class HttpTransport(BaseTransport):
         return None if token is None else check_token(token)
 
     @staticmethod
-    def _challenge(response: Any) -> Challenge | None:
+    def _challenge(response: http_wire.Response) -> Challenge | None:
         return select_challenge(response.headers.getlist("www-authenticate"))
 
     def _attempt(
@@ -650,10 +557,10 @@ class HttpTransport(BaseTransport):
         token: str | None,
         timeout: float | None,
         stream: bool = False,
-        call: _Call | None = None,
-    ) -> tuple[Any, float | None]:
+        call: Call | None = None,
+    ) -> tuple[http_wire.Response, float]:
         all_headers = {
-            "Accept": ACCEPT if method == "POST" else "application/json, text/event-stream",
+            "Accept": ACCEPT,
             "Accept-Encoding": "identity",
             **self._user_headers,
             **headers,
@@ -664,15 +571,15 @@ class HttpTransport(BaseTransport):
             self._sent.add(token)
             custom = getattr(self._provider, "request_headers", None)
             if custom is None:
-                all_headers["Authorization"] = f"Bearer {token}"
+                all_headers["Authorization"] = bearer_header(token)
             else:  # a DPoP-bound token: its scheme and a fresh proof per request (RFC 9449)
                 extra = custom(method, self.url, token)
                 self._sent.add_headers(extra)
                 all_headers.update(extra)
         if call is not None and call.closed:
-            raise _closed_error()
-        deadline = None if timeout is None else time.monotonic() + timeout
-        attempt = _Attempt()
+            raise closed_error()
+        started = time.monotonic()
+        attempt = Attempt()
         if call is not None:
             call.head = attempt
             if call.closed:
@@ -690,18 +597,16 @@ class HttpTransport(BaseTransport):
                 body,
                 connect_timeout=timeout,
                 read_timeout=None if stream else timeout,
-                head_limit=self._limit,
+                head_limit=self.max_response_bytes,
                 on_socket=attempt.lend,
             )
         except http_wire.HeadTooLarge:
-            raise errors.connection_error(
-                f"The response is larger than max_response_bytes ({self._limit})",
-                cause=("max_response_bytes", self._limit),
-            ) from None
+            raise self._too_large() from None
         except WireError as exc:
             if call is not None and call.closed:
-                raise _closed_error() from None
-            raise self._failure(exc, timeout, deadline, attempt.fired) from None
+                raise closed_error() from None
+            deadline = Deadline.within(timeout, started)
+            raise self._failure(exc, deadline, attempt.fired) from None
         finally:
             if timer is not None:
                 timer.cancel()
@@ -711,28 +616,29 @@ class HttpTransport(BaseTransport):
         note_nonce = getattr(self._provider, "dpop_nonce", None)
         if nonce is not None and note_nonce is not None:
             note_nonce(self.url, nonce)
+        limit = self.max_response_bytes
         head = sum(len(name) + len(value) + 4 for name, value in response.headers.items())
         length = response.headers.get("content-length")
-        if head > self._limit or (
-            length is not None and length.isdigit() and int(length) + head > self._limit
-        ):
-            _discard(response)
-            raise errors.connection_error(
-                f"The response is larger than max_response_bytes ({self._limit})",
-                cause=("max_response_bytes", self._limit),
-            )
-        return response, deadline
+        if head > limit or (length is not None and length.isdigit() and int(length) + head > limit):
+            response.discard()
+            raise self._too_large()
+        return response, started
 
-    def _failure(
-        self, exc: Exception, timeout: float | None, deadline: float | None, fired: bool = False
-    ) -> McpError:
+    def _too_large(self, what: str = "The response") -> McpError:
+        limit = self.max_response_bytes
+        return errors.connection_error(
+            f"{what} is larger than max_response_bytes ({limit})",
+            cause=("max_response_bytes", limit),
+        )
+
+    def _failure(self, exc: Exception, deadline: Deadline, fired: bool = False) -> McpError:
         """The McpError for a failed exchange. A request whose deadline passed is -32001,
         whatever the socket said first (a busy thread can delay the timer past the socket's
         own timeout or the server's close: docs/decisions/0030)."""
         if fired:
-            return errors.timeout_error(timeout or 0.0, cause=("http", "deadline"))
-        if isinstance(exc, http_wire.WireTimeout) or _past(deadline, None):
-            return errors.timeout_error(timeout or 0.0, cause=("http", str(exc)))
+            return deadline.error(cause=_DEADLINE)
+        if isinstance(exc, http_wire.WireTimeout) or deadline.expired(time.monotonic()):
+            return deadline.error(cause=("http", str(exc)))
         if isinstance(exc, http_wire.ConnectError):
             return errors.connection_error(
                 f"Cannot connect to {self.url}: {exc.reason}", cause=("http", str(exc))
@@ -750,58 +656,35 @@ class HttpTransport(BaseTransport):
     def _answer(
         self,
         message: dict[str, Any],
-        response: Any,
+        response: http_wire.Response,
         options: RequestOptions,
-        deadline: float | None,
-        call: _Call,
+        deadline: Deadline,
+        call: Call,
     ) -> dict[str, Any]:
-        content_type = (response.headers.get("content-type") or "").split(";")[0].strip().lower()
-        if content_type == "text/event-stream" and 200 <= response.status < 300:
+        if 200 <= response.status < 300 and is_event_stream(response.headers):
             try:
                 return self._stream(message, response, options, deadline, call)
             finally:
-                _discard(response)  # an event stream never goes back to the pool
-        body = self._read_all(response, deadline, options.timeout)
-        decoded = _json_rpc(body)
-        if decoded is not None and "method" not in decoded:
-            answer = _response_to(decoded, message["id"])
-            if answer is not None:
-                return answer
-            if "error" in decoded and decoded.get("id") is None:
-                return {**decoded, "id": message["id"]}
-            if "result" in decoded or "error" in decoded:
-                raise errors.connection_error(
-                    "The server answered another request id",
-                    cause=("unexpected_id", decoded.get("id")),
-                )
-        raise self._status_error(response, body)
+                response.discard()  # an event stream never goes back to the pool
+        body = self._read_all(response, deadline)
+        answer = read_post_answer(message["id"], body)
+        if answer is None:
+            raise streamable.status_error(response.status, self.url, body, self._sent.values())
+        return answer
 
-    def _status_error(self, response: Any, body: bytes | None) -> McpError:
-        """The error for an answer that is not this request's response: the server's JSON-RPC
-        error if it sent one, else -32000 with the status and the body's first 512 bytes;
-        either way without any credential this transport sent."""
-        if body is None:
-            try:
-                body = self._read_all(response, time.monotonic() + 5.0)
-            except McpError:
-                body = b""
-        secrets = self._sent.values()
-        decoded = _json_rpc(body)
-        if decoded is not None and isinstance(decoded.get("error"), dict):
-            error = McpError.from_wire(decoded["error"], cause=("http_status", response.status))
-            return redaction.redact_error(error, secrets)
-        return errors.connection_error(
-            f"HTTP {response.status} from {self.url}",
-            cause=("http_status", response.status, redaction.excerpt(body, secrets, 512)),
-        )
+    def _refused(self, response: http_wire.Response) -> McpError:
+        """The error for an answer that is not the request's response, its body read within
+        ``REFUSAL_READ`` (``streamable.status_error``: no credential this transport sent)."""
+        try:
+            body = self._read_all(response, Deadline.within(REFUSAL_READ, time.monotonic()))
+        except McpError:
+            body = b""
+        return streamable.status_error(response.status, self.url, body, self._sent.values())
 
-    def _read_all(
-        self, response: Any, deadline: float | None, timeout: float | None = None
-    ) -> bytes:
+    def _read_all(self, response: http_wire.Response, deadline: Deadline) -> bytes:
         """Read a whole body within ``max_response_bytes`` and the deadline."""
-        watchdog = _Watchdog()
-        if deadline is not None:
-            watchdog.arm(response, deadline - time.monotonic())
+        watchdog = Watchdog()
+        watchdog.arm(response, deadline.remaining(time.monotonic()))
         chunks: list[bytes] = []
         total = 0
         try:
@@ -809,19 +692,20 @@ class HttpTransport(BaseTransport):
                 chunk = response.read1(READ_SIZE)
                 if not chunk:
                     if watchdog.fired:  # shut down at the deadline: the body is cut short
-                        raise errors.timeout_error(timeout or 0.0, cause=("http", "deadline"))
+                        raise deadline.error(cause=_DEADLINE)
                     return b"".join(chunks)
                 total += len(chunk)
-                if total > self._limit:
-                    _discard(response)
-                    raise errors.connection_error(
-                        f"The response is larger than max_response_bytes ({self._limit})",
-                        cause=("max_response_bytes", self._limit),
-                    )
+                if total > self.max_response_bytes:
+                    response.discard()
+                    raise self._too_large()
                 chunks.append(chunk)
         except WireError as exc:
-            if watchdog.fired or isinstance(exc, http_wire.WireTimeout) or _past(deadline, None):
-                raise errors.timeout_error(timeout or 0.0, cause=("http", "deadline")) from None
+            if (
+                watchdog.fired
+                or isinstance(exc, http_wire.WireTimeout)
+                or deadline.expired(time.monotonic())
+            ):
+                raise deadline.error(cause=_DEADLINE) from None
             raise errors.connection_error(
                 "The response broke off", cause=("http", str(exc))
             ) from None
@@ -831,48 +715,28 @@ class HttpTransport(BaseTransport):
     def _stream(
         self,
         message: dict[str, Any],
-        response: Any,
+        response: http_wire.Response,
         options: RequestOptions,
-        deadline: float | None,
-        call: _Call,
+        deadline: Deadline,
+        call: Call,
     ) -> dict[str, Any]:
         """Read an event stream until the event that carries this request's response.
 
-        An initialize-era stream that breaks off after events with ids is resumed with a GET
+        A session-era stream that breaks off after events with ids is resumed with a GET
         carrying ``Last-Event-ID``, after the server's ``retry`` delay (2025-11-25), at most
-        ``MAX_RESUMES`` times and within the request's deadline.
+        ``streamable.MAX_RESUMES`` times and within the request's deadline.
         """
         request_id = message["id"]
-        watchdog = _Watchdog()
-        started = time.monotonic()
-        cap = (
-            started + options.max_total_timeout
-            if options.reset_timeout_on_progress and options.max_total_timeout is not None
-            else None
-        )
-        state = {"deadline": deadline}
+        watchdog = Watchdog()
         parser = SseParser()
         total = 0
         resumes = 0
-
-        def arm(target: Any) -> None:
-            limit = _earliest(state["deadline"], cap)
-            if limit is not None:
-                watchdog.arm(target, limit - time.monotonic())
-
-        def on_progress(params: dict[str, Any]) -> None:
-            assert options.on_progress is not None
-            options.on_progress(params)
-            if options.reset_timeout_on_progress and options.timeout is not None:
-                state["deadline"] = time.monotonic() + options.timeout
-                arm(response)
-
         first = response
-        arm(response)
+        watchdog.arm(response, deadline.remaining(time.monotonic()))
         try:
             while True:
-                if watchdog.fired or _past(state["deadline"], cap):
-                    raise self._stream_timeout(options, state["deadline"], cap)
+                if watchdog.fired or deadline.expired(time.monotonic()):
+                    raise deadline.error(cause=_DEADLINE)
                 try:
                     chunk = response.read1(READ_SIZE)
                     broke: str | None = None if chunk else "ended"
@@ -880,16 +744,12 @@ class HttpTransport(BaseTransport):
                     chunk, broke = b"", str(exc)
                 if broke is not None:
                     if call.closed:
-                        raise _closed_error()
-                    if watchdog.fired or _past(state["deadline"], cap):  # a late timer
-                        raise self._stream_timeout(options, state["deadline"], cap)
-                    resumable = (
-                        not options.dialect.stateless
-                        and parser.last_event_id
-                        and resumes < MAX_RESUMES
-                        and self.session_id is not None
-                    )
-                    if not resumable:
+                        raise closed_error()
+                    if watchdog.fired or deadline.expired(time.monotonic()):  # a late timer
+                        raise deadline.error(cause=_DEADLINE)
+                    if not may_resume(
+                        options.dialect, parser.last_event_id, resumes, self.session_id
+                    ):
                         raise errors.connection_error(
                             "The event stream ended without a response"
                             if broke == "ended"
@@ -898,107 +758,78 @@ class HttpTransport(BaseTransport):
                         )
                     resumes += 1
                     call.drop(response)
-                    _discard(response)
-                    response = self._resume(parser, options, state["deadline"], cap, call)
+                    response.discard()
+                    response = self._resume(parser, options, deadline, call)
                     call.hold(response)
-                    arm(response)
+                    watchdog.arm(response, deadline.remaining(time.monotonic()))
                     continue
                 total += len(chunk)
-                if total > self._limit:
-                    raise errors.connection_error(
-                        f"The response is larger than max_response_bytes ({self._limit})",
-                        cause=("max_response_bytes", self._limit),
-                    )
+                if total > self.max_response_bytes:
+                    raise self._too_large()
                 try:
                     events = parser.feed(chunk)
                 except EventTooLarge:
-                    raise errors.connection_error(
-                        "An event is larger than max_response_bytes",
-                        cause=("max_response_bytes", self._limit),
-                    ) from None
+                    raise self._too_large("An event") from None
                 for event in events:
-                    item = _event_message(event.data)
+                    item = event_message(event.data)
                     if item is None:
+                        if event.data:
+                            _log.info("skipped an event that is not JSON-RPC")
                         continue
                     if "method" not in item:
-                        answer = _response_to(item, request_id)
+                        answer = response_to(item, request_id)
                         if answer is not None:
                             return answer
                         continue
                     if "id" in item:
                         self._serve(item, options, call)
                     elif item["method"] == "notifications/progress":
-                        params = item.get("params") or {}
-                        if params.get("progressToken") == request_id and options.on_progress:
-                            on_progress(params)
+                        params = item.get("params")
+                        if options.on_progress is not None and is_progress_for(params, request_id):
+                            options.on_progress(params)
+                            if deadline.resets:
+                                deadline = deadline.after_progress(time.monotonic())
+                                watchdog.arm(response, deadline.remaining(time.monotonic()))
                     else:
                         self.session_events.deliver(item["method"], item.get("params"))
         except BaseException:
-            _discard(response)
+            response.discard()
             raise
         finally:
             watchdog.cancel()
             if response is not first:  # a resumed stream: never goes back to the pool either
                 call.drop(response)
-                _discard(response)
+                response.discard()
 
     def _resume(
-        self,
-        parser: SseParser,
-        options: RequestOptions,
-        deadline: float | None,
-        cap: float | None,
-        call: _Call,
-    ) -> Any:
+        self, parser: SseParser, options: RequestOptions, deadline: Deadline, call: Call
+    ) -> http_wire.Response:
         """Wait the server's retry delay, then GET the stream again from its last event id."""
-        delay = (parser.retry if parser.retry is not None else DEFAULT_RETRY_MS) / 1000.0
-        limit = _earliest(deadline, cap)
-        if limit is not None and time.monotonic() + delay >= limit:
-            raise self._stream_timeout(options, deadline, cap)
+        delay = retry_delay(parser.retry)
+        remaining = deadline.remaining(time.monotonic())
+        if remaining is not None and delay >= remaining:
+            raise deadline.error(cause=_DEADLINE)
         if self._wait_closing(delay) or call.closed:
-            raise _closed_error()
-        headers = mcp_headers(
-            options.dialect,
-            {"jsonrpc": "2.0", "method": "notifications/resume"},
-            session_id=self.session_id,
-        )
-        headers.pop("Mcp-Method", None)
-        headers["Last-Event-ID"] = parser.last_event_id or ""
-        remaining = None if limit is None else max(0.0, limit - time.monotonic())
-        response, _ = self._send("GET", None, headers, remaining, call=call)
-        content_type = (response.headers.get("content-type") or "").split(";")[0].strip()
-        if response.status != 200 or content_type != "text/event-stream":
-            error = self._status_error(response, None)
-            _discard(response)
+            raise closed_error()
+        headers = stream_headers(options.dialect, self.session_id, parser.last_event_id)
+        remaining = deadline.remaining(time.monotonic())
+        timeout = None if remaining is None else max(0.0, remaining)
+        response, _ = self._send("GET", None, headers, timeout, call=call)
+        if response.status != 200 or not is_event_stream(response.headers):
+            error = self._refused(response)
+            response.discard()
             raise error
         return response
 
-    @staticmethod
-    def _stream_timeout(
-        options: RequestOptions, deadline: float | None, cap: float | None
-    ) -> McpError:
-        if cap is not None and (deadline is None or cap <= deadline):
-            return errors.max_total_timeout_error(options.max_total_timeout or 0.0)
-        return errors.timeout_error(options.timeout or 0.0, cause=("http", "deadline"))
-
     def _serve(
-        self, request: dict[str, Any], options: RequestOptions, call: _Call | None = None
+        self, request: dict[str, Any], options: RequestOptions, call: Call | None = None
     ) -> None:
-        """Answer a server-to-client request from the stream in the calling thread; POST it."""
-        method = request["method"]
-        params = request.get("params")
-        if method == "ping":
-            reply = jsonrpc.result_response(request["id"], {})
-        elif options.on_server_request is None:
-            reply = jsonrpc.error_response(request["id"], errors.method_not_found(method))
-        else:
-            try:
-                result = options.on_server_request(
-                    method, params if isinstance(params, dict) else {}
-                )
-                reply = jsonrpc.result_response(request["id"], result)
-            except McpError as error:
-                reply = jsonrpc.error_response(request["id"], error)
+        """Answer a server-to-client request from the stream in the calling thread; POST it.
+        A handler's exception other than McpError propagates to the caller (the seed's rule
+        for HTTP, as for an embedded request)."""
+        reply = server_request_reply(
+            request["id"], request["method"], request.get("params"), options.on_server_request
+        )
         try:
             self._post_quiet(
                 jsonrpc.encode(reply),
@@ -1020,68 +851,6 @@ def filter_listed_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "left out a tool with an invalid x-mcp-header annotation", tool=name, reason=reason
         )
     return kept
-
-
-def _json_rpc(body: bytes) -> dict[str, Any] | None:
-    if not body:
-        return None
-    try:
-        decoded = jsonrpc.decode(body)
-    except jsonrpc.DecodeError:
-        return None
-    if isinstance(decoded, dict) and decoded.get("jsonrpc") == "2.0":
-        return decoded
-    return None
-
-
-def _response_to(item: dict[str, Any], request_id: Any) -> dict[str, Any] | None:
-    """``item`` when it is the response to ``request_id``; None when it answers nothing of
-    ours. A message shaped as our response that ``classify`` refuses (both "result" and
-    "error", say) fails the call at once instead of leaving it to wait for its timeout."""
-    if jsonrpc.refused_response_id(item) != request_id:
-        return None
-    if "error" not in item and type(item.get("result")) is dict:
-        return item  # the usual answer: exactly what classify accepts as a Response
-    try:
-        jsonrpc.classify(item)
-    except jsonrpc.DecodeError as exc:
-        raise errors.broken_response_error(
-            exc.reason, cause=("broken_response", request_id)
-        ) from None
-    return item
-
-
-def _earliest(deadline: float | None, cap: float | None) -> float | None:
-    if deadline is None:
-        return cap
-    return deadline if cap is None else min(deadline, cap)
-
-
-def _event_message(data: str) -> dict[str, Any] | None:
-    """The JSON-RPC message an event carries (None for a priming event or anything else)."""
-    if not data:
-        return None
-    item = _json_rpc(data.encode())
-    if item is None:
-        _log.info("skipped an event that is not JSON-RPC")
-    return item
-
-
-def _past(deadline: float | None, cap: float | None) -> bool:
-    now = time.monotonic()
-    return (deadline is not None and now >= deadline) or (cap is not None and now >= cap)
-
-
-def _discard(response: Any) -> None:
-    """Give up on a response: shut it down so its connection is not reused."""
-    try:
-        response.shutdown()
-    except Exception:
-        pass
-    try:
-        response.close()
-    except Exception:
-        pass
 
 
 def _nonce_challenge(challenge: Challenge | None) -> bool:
