@@ -19,9 +19,9 @@ from snodo.protocol.serving.selection import (
     INITIALIZE,
     PONG,
     Refused,
-    capabilities_problem,
+    CAPABILITIES_PROBLEM,
     check_envelope,
-    extras_problem,
+    meta_keys_problem,
     progress_token_problem,
     select_version,
     stateless_meta_problem,
@@ -38,8 +38,8 @@ LATEST_STATELESS = next(iter(STATELESS))
 
 
 def test_a_request_notification_and_response_are_told_apart() -> None:
-    assert check_envelope({"jsonrpc": "2.0", "id": 1, "method": "ping"}) == "request"
-    assert check_envelope({"jsonrpc": "2.0", "id": "a", "method": "x", "params": {}}) == "request"
+    assert check_envelope({"jsonrpc": "2.0", "id": 1, "method": "ping"}) is None
+    assert check_envelope({"jsonrpc": "2.0", "id": "a", "method": "x", "params": {}}) is None
     assert check_envelope({"jsonrpc": "2.0", "method": "notifications/x"}) == "notification"
     assert check_envelope({"method": 3}) == "notification"  # dispatch ignores it
     assert check_envelope({"jsonrpc": "2.0", "id": 1, "result": {}}) == "response"
@@ -76,8 +76,12 @@ def select(
     stateless: dict[str, Dialect] = STATELESS,
     session: dict[str, Dialect] = SESSION,
 ) -> Any:
+    """The selection, or the error it raises."""
     enabled = (*stateless, *session)
-    return select_version(method, meta, session_version, stateless, session, enabled)
+    try:
+        return select_version(method, meta, session_version, stateless, session, enabled)
+    except McpError as exc:
+        return exc
 
 
 def test_initialize_opens_a_session_unless_it_is_a_stateless_era_request() -> None:
@@ -90,12 +94,12 @@ def test_initialize_opens_a_session_unless_it_is_a_stateless_era_request() -> No
 
 def test_an_initialized_session_serves_its_own_version() -> None:
     chosen = select("tools/list", {PROTOCOL_VERSION_KEY: LATEST_STATELESS}, "2025-06-18")
-    assert chosen.action == "serve" and chosen.dialect is DIALECTS["2025-06-18"]
+    assert chosen.action == "session" and chosen.dialect is DIALECTS["2025-06-18"]
 
 
 def test_the_meta_names_the_stateless_version() -> None:
     chosen = select("tools/list", {PROTOCOL_VERSION_KEY: LATEST_STATELESS})
-    assert chosen.action == "serve" and chosen.dialect is STATELESS[LATEST_STATELESS]
+    assert chosen.action == "stateless" and chosen.dialect is STATELESS[LATEST_STATELESS]
     missing = select("tools/list", {})
     assert isinstance(missing, McpError) and missing.code == -32602
     typed = select("tools/list", {PROTOCOL_VERSION_KEY: 1})
@@ -135,12 +139,15 @@ def test_stateless_meta_rules() -> None:
     assert stateless_meta_problem({"_meta": []}) is not None
     assert stateless_meta_problem({"_meta": {CLIENT_CAPABILITIES_KEY: {}}}) is not None
     assert stateless_meta_problem({"_meta": {**good, PROTOCOL_VERSION_KEY: 7}}) is not None
-    assert capabilities_problem({}) is not None
-    assert capabilities_problem({CLIENT_CAPABILITIES_KEY: []}) is not None
-    assert extras_problem({CLIENT_INFO_KEY: "x"}) is not None
-    assert extras_problem({LOG_LEVEL_KEY: "loud"}) is not None
-    assert extras_problem({LOG_LEVEL_KEY: ["debug"]}) is not None
-    assert extras_problem({LOG_LEVEL_KEY: "debug", CLIENT_INFO_KEY: {}}) is None
+    caps = {CLIENT_CAPABILITIES_KEY: {}}
+    assert meta_keys_problem({}) is CAPABILITIES_PROBLEM
+    assert meta_keys_problem({CLIENT_CAPABILITIES_KEY: []}) is CAPABILITIES_PROBLEM
+    assert meta_keys_problem({CLIENT_INFO_KEY: "x"}) is CAPABILITIES_PROBLEM  # reported first
+    assert meta_keys_problem({**caps, CLIENT_INFO_KEY: "x"}) is not None
+    assert meta_keys_problem({**caps, LOG_LEVEL_KEY: "loud"}) is not None
+    assert meta_keys_problem({**caps, LOG_LEVEL_KEY: ["debug"]}) is not None
+    assert meta_keys_problem({**caps, "progressToken": 1.5}) is not None
+    assert meta_keys_problem({**caps, LOG_LEVEL_KEY: "debug", CLIENT_INFO_KEY: {}}) is None
 
 
 @pytest.mark.parametrize(("token", "ok"), [("t", True), (3, True), (None, True), (1.5, False)])

@@ -156,7 +156,6 @@ class Context:
         client_capabilities: dict[str, Any],
         client_info: dict[str, Any] | None,
         meta: dict[str, Any],
-        *,
         stateless: bool,
         rounds: Rounds | None = None,
         peer: Peer | None = None,

@@ -31,10 +31,10 @@ from snodo.protocol.meta import (
     SERVER_INFO_KEY,
 )
 from snodo.protocol.serving.selection import (
+    CAPABILITIES_PROBLEM,
     Refused,
-    capabilities_problem,
     check_envelope,
-    extras_problem,
+    meta_keys_problem,
     progress_token_problem,
     select_version,
 )
@@ -71,7 +71,7 @@ def dispatch(
     ``ctx.log``). Notifications and responses return ``None``.
     """
     kind = check_envelope(message)
-    if kind != "request":
+    if kind is not None:
         if kind == "notification":
             method = message.get("method")
             if type(method) is str:
@@ -138,16 +138,18 @@ def _serve(
         rt.session_dialects,
         rt.enabled_versions,
     )
-    if isinstance(selection, McpError):
-        raise selection
-    dialect = selection.dialect
-    if dialect is None:
-        return _initialize(rt, params, peer) if selection.action == "initialize" else {}
-    if dialect.stateless:
-        assert type(meta) is dict
-        return _serve_stateless(rt, dialect, rid, method, params, meta, peer, sink, notify)
-    assert session is not None
-    return _serve_session(rt, dialect, session, rid, method, params, peer, sink, notify)
+    action = selection.action
+    if action == "stateless":
+        assert selection.dialect is not None and type(meta) is dict
+        return _serve_stateless(
+            rt, selection.dialect, rid, method, params, meta, peer, sink, notify
+        )
+    if action == "session":
+        assert selection.dialect is not None and session is not None
+        return _serve_session(
+            rt, selection.dialect, session, rid, method, params, peer, sink, notify
+        )
+    return _initialize(rt, params, peer) if action == "initialize" else {}
 
 
 def _serve_stateless(
@@ -161,35 +163,35 @@ def _serve_stateless(
     sink: ProgressSink | None,
     notify: NotifySink | None,
 ) -> Result:
-    problem = capabilities_problem(meta)
-    if problem is not None:
+    problem = meta_keys_problem(meta)
+    if problem is CAPABILITIES_PROBLEM:
         raise invalid_params(problem)
-    if method not in dialect.client_requests:
-        raise method_not_found(method)
-    handler = HANDLERS.get(method)
+    handler = HANDLERS.get(method) if method in dialect.client_requests else None
     if handler is None:
         raise method_not_found(method)
-    problem = extras_problem(meta)
     if problem is not None:
         raise invalid_params(problem)
-    rounds = Rounds(method, (method, None), {}) if method in dialect.mrtr_methods else None
-    ctx = Context(
+    rounds = Rounds(method) if method in dialect.mrtr_methods else None
+    ctx = Context(  # positional: keyword arguments cost on this per-request path
         dialect.version,
         rid,
         method,
         meta[CLIENT_CAPABILITIES_KEY],
         meta.get(CLIENT_INFO_KEY),
         meta,
-        stateless=True,
-        rounds=rounds,
-        peer=peer,
-        progress=sink,
-        progress_token=meta.get(PROGRESS_TOKEN_KEY),
-        notify=notify if rt.logging else None,
-        log_level=meta.get(LOG_LEVEL_KEY),
+        True,
+        rounds,
+        peer,
+        sink,
+        meta.get(PROGRESS_TOKEN_KEY),
+        notify if rt.logging else None,
+        meta.get(LOG_LEVEL_KEY),
     )
     inflight = peer.inflight
-    inflight.register(rid, ctx)
+    contexts = inflight.contexts
+    contexts[rid] = ctx
+    if inflight.jobs is not None:  # a job cancelled before this registration cancels ctx
+        inflight.jobs.attach(rid, ctx)
     try:
         result = handler(rt, ctx, params)
         result["resultType"] = "complete"
@@ -204,7 +206,8 @@ def _serve_stateless(
         assert rounds is not None
         result = input_required(rounds, rt.state_secret, None)
     finally:
-        inflight.unregister(rid, ctx)
+        if contexts.get(rid) is ctx:
+            del contexts[rid]
     result_meta = result.get("_meta")
     server_info = rt.server_info_for(dialect.version)
     if result_meta is None:
@@ -244,26 +247,31 @@ def _serve_session(
     problem = progress_token_problem(meta)
     if problem is not None:
         raise invalid_params(problem)
-    ctx = Context(
+    ctx = Context(  # positional: keyword arguments cost on this per-request path
         dialect.version,
         rid,
         method,
         session.client_capabilities,
         session.client_info,
         meta,
-        stateless=False,
-        peer=peer,
-        progress=sink,
-        progress_token=meta.get(PROGRESS_TOKEN_KEY),
-        notify=notify if rt.logging else None,
-        log_level=session.log_level or "debug",
+        False,
+        None,
+        peer,
+        sink,
+        meta.get(PROGRESS_TOKEN_KEY),
+        notify if rt.logging else None,
+        session.log_level or "debug",
     )
     inflight = peer.inflight
-    inflight.register(rid, ctx)
+    contexts = inflight.contexts
+    contexts[rid] = ctx
+    if inflight.jobs is not None:  # a job cancelled before this registration cancels ctx
+        inflight.jobs.attach(rid, ctx)
     try:
         return handler(rt, ctx, params)
     finally:
-        inflight.unregister(rid, ctx)
+        if contexts.get(rid) is ctx:
+            del contexts[rid]
 
 
 def _initialize(rt: Runtime, params: dict[str, Any], peer: Peer) -> Result:

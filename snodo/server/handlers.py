@@ -56,14 +56,6 @@ def _failed(doing: str, exc: Exception) -> McpError:
     return internal_error(f"Error {doing}: {type(exc).__name__}: {exc}")
 
 
-def _begin_round(
-    rt: Runtime, ctx: Context, params: dict[str, Any], name: str, arguments: Any
-) -> None:
-    rounds = ctx.rounds
-    if rounds is not None:
-        begin_round(rounds, rt.state_secret, params, name, arguments)
-
-
 def _named(
     table: Mapping[str, _D], ctx: Context, params: dict[str, Any], what: str
 ) -> tuple[str, _D, dict[str, Any] | None]:
@@ -144,7 +136,9 @@ def _tools_call(rt: Runtime, ctx: Context, params: dict[str, Any]) -> Result:
             raise invalid_params(
                 f"Invalid arguments for tool {name}: Missing required property '{required}'"
             )
-    _begin_round(rt, ctx, params, name, arguments)
+    rounds = ctx.rounds
+    if rounds is not None:
+        begin_round(rounds, rt.state_secret, params, name, arguments)
     try:
         value = tool.fn(arguments, ctx)
         if type(value) is str:
@@ -181,7 +175,9 @@ def _resources_read(rt: Runtime, ctx: Context, params: dict[str, Any]) -> Result
             if ctx.stateless:
                 raise invalid_params(f"Resource not found: {uri}", {"uri": uri})
             raise McpError(RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri})
-    _begin_round(rt, ctx, params, uri, None)
+    rounds = ctx.rounds
+    if rounds is not None:
+        begin_round(rounds, rt.state_secret, params, uri, None)
     try:
         if resource is not None:
             value = resource.fn(ctx)
@@ -228,7 +224,9 @@ def _prompts_get(rt: Runtime, ctx: Context, params: dict[str, Any]) -> Result:
         raise invalid_params(
             f"Invalid arguments for prompt {name}: Missing required argument(s) {', '.join(missing)}"
         )
-    _begin_round(rt, ctx, params, name, arguments)
+    rounds = ctx.rounds
+    if rounds is not None:
+        begin_round(rounds, rt.state_secret, params, name, arguments)
     try:
         value = prompt.fn(arguments, ctx)
         if isinstance(value, str):

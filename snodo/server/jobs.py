@@ -187,38 +187,34 @@ class JobTable:
 
 class Inflight:
     """``Peer.inflight``: the Contexts of the requests a peer is serving, by id, so that
-    ``notifications/cancelled`` can mark them. With a :class:`JobTable`, a registration also
-    reaches the current worker's job (see the module docstring)."""
+    ``notifications/cancelled`` can mark them.
 
-    __slots__ = ("_contexts", "_jobs")
+    dispatch registers a request's Context in :attr:`contexts` (a plain dict: this runs on
+    every request) and, when :attr:`jobs` is set, hands it to the current worker's job
+    (:meth:`JobTable.attach`, see the module docstring); it removes the Context when the
+    request ends.
+    """
+
+    __slots__ = ("contexts", "jobs")
 
     def __init__(self, jobs: JobTable | None = None) -> None:
-        self._contexts: dict[RequestId, Cancellable] = {}
-        self._jobs = jobs
-
-    def register(self, rid: RequestId, context: Cancellable) -> None:
-        self._contexts[rid] = context
-        if self._jobs is not None:
-            self._jobs.attach(rid, context)
-
-    def unregister(self, rid: RequestId, context: Cancellable) -> None:
-        if self._contexts.get(rid) is context:
-            del self._contexts[rid]
+        self.contexts: dict[RequestId, Cancellable] = {}
+        self.jobs = jobs
 
     def cancel(self, rid: RequestId) -> None:
         """Mark the Context of ``rid`` cancelled, if one is registered."""
-        context = self._contexts.get(rid)
+        context = self.contexts.get(rid)
         if context is not None:
             context.cancel()
 
     def __contains__(self, rid: object) -> bool:
-        return rid in self._contexts
+        return rid in self.contexts
 
     def __iter__(self) -> Iterator[RequestId]:
-        return iter(list(self._contexts))
+        return iter(list(self.contexts))
 
     def __len__(self) -> int:
-        return len(self._contexts)
+        return len(self.contexts)
 
 
 # -- server-to-client requests ---------------------------------------------------------------

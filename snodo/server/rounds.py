@@ -11,8 +11,9 @@ the answers, and the handler runs again from the start.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, Final
 
 from snodo.protocol.errors import invalid_params
 from snodo.protocol.serving.request_state import (
@@ -25,19 +26,24 @@ from snodo.protocol.serving.request_state import (
 __all__ = ["Rounds", "begin_round", "input_required"]
 
 
-@dataclass(slots=True)
 class Rounds:
     """The round state of one request: dispatch writes it, the request's Context reads the
     answers from it."""
 
-    method: str
-    #: What a ``requestState`` issued for this request is bound to: (name or URI, arguments);
-    #: ``(method, None)`` until the handler names it.
-    binding: tuple[str, Any]
-    #: The answers known so far, by input-request key.
-    answers: dict[str, Any] = field(default_factory=dict)
-    #: How many ``input_required`` rounds came before this run.
-    round: int = 0
+    __slots__ = ("answers", "binding", "method", "round")
+
+    def __init__(self, method: str) -> None:
+        self.method = method
+        #: What a ``requestState`` issued for this request is bound to: (name or URI,
+        #: arguments); ``None`` until the handler names it (then it is ``(method, None)``).
+        self.binding: tuple[str, Any] | None = None
+        #: The answers known so far, by input-request key (not mutated in place).
+        self.answers: Mapping[str, Any] = _NO_ANSWERS
+        #: How many ``input_required`` rounds came before this run.
+        self.round = 0
+
+
+_NO_ANSWERS: Final[Mapping[str, Any]] = MappingProxyType({})
 
 
 def begin_round(
@@ -85,13 +91,13 @@ def input_required(
 ) -> dict[str, Any]:
     """The ``input_required`` result that ends this run: ``requests`` (none: a bare retry,
     ``Context.retry_later``) and the signed state of the next round."""
-    name, arguments = rounds.binding
+    name, arguments = rounds.binding or (rounds.method, None)
     state = {
         "m": rounds.method,
         "n": name,
         "h": arguments_digest(arguments),
         "r": rounds.round + 1,
-        "a": rounds.answers,
+        "a": dict(rounds.answers),
         "p": list(requests or ()),
     }
     result: dict[str, Any] = {"resultType": "input_required"}

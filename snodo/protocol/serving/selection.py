@@ -18,7 +18,7 @@
      ``ping`` gets ``{}``, a method its catalogs define -32600 "Server not initialized",
      anything else (``server/discover`` among them) -32601;
 
-- the stateless era's ``_meta`` rules (:func:`capabilities_problem`, :func:`extras_problem`,
+- the stateless era's ``_meta`` rules (:func:`meta_keys_problem`,
   :func:`stateless_meta_problem`), shared with the HTTP header checks, and the progress token
   rule of both eras (:func:`progress_token_problem`).
 """
@@ -47,14 +47,14 @@ from snodo.protocol.meta import (
 )
 
 __all__ = [
+    "CAPABILITIES_PROBLEM",
     "INITIALIZE",
     "PONG",
     "EnvelopeKind",
     "Refused",
     "Selection",
-    "capabilities_problem",
     "check_envelope",
-    "extras_problem",
+    "meta_keys_problem",
     "progress_token_problem",
     "select_version",
     "stateless_meta_problem",
@@ -73,18 +73,18 @@ class Refused:
     error: McpError
 
 
-EnvelopeKind = Literal["request", "notification", "response"]
+EnvelopeKind = Literal["notification", "response"]
 
 _NOT_AN_OBJECT: Final = Refused(
     None, McpError(INVALID_REQUEST, "Invalid Request: a message must be a JSON object")
 )
 
 
-def check_envelope(message: object) -> EnvelopeKind | Refused:
+def check_envelope(message: object) -> EnvelopeKind | Refused | None:
     """What a decoded message is, as dispatch reads it.
 
-    "request": it has a string or integer ``id``, ``"jsonrpc": "2.0"``, a string ``method``
-    and ``params`` that are an object or absent. "notification": no ``id`` (dispatch ignores
+    ``None``: a request (a string or integer ``id``, ``"jsonrpc": "2.0"``, a string ``method``
+    and ``params`` that are an object or absent). "notification": no ``id`` (dispatch ignores
     one whose method is not a string). "response": an answer to a server request (the
     transport routes those itself). Anything else is :class:`Refused`.
     """
@@ -108,7 +108,7 @@ def check_envelope(message: object) -> EnvelopeKind | Refused:
     params = message.get("params")
     if params is not None and type(params) is not dict:
         return Refused(rid, invalid_params("params must be an object"))
-    return "request"
+    return None
 
 
 # -- the version -----------------------------------------------------------------------------
@@ -117,15 +117,15 @@ def check_envelope(message: object) -> EnvelopeKind | Refused:
 @dataclass(frozen=True, slots=True)
 class Selection:
     """How to serve a request: run ``initialize``, answer a bare ``ping`` with ``{}``, or
-    serve it with ``dialect``."""
+    serve it with ``dialect`` (the action names its era)."""
 
-    action: Literal["initialize", "pong", "serve"]
+    action: Literal["initialize", "pong", "stateless", "session"]
     dialect: Dialect | None = None
 
 
 INITIALIZE: Final = Selection("initialize")
 PONG: Final = Selection("pong")
-_SERVE: Final = {version: Selection("serve", dialect) for version, dialect in DIALECTS.items()}
+_SERVE: Final = {version: Selection(dialect.era, dialect) for version, dialect in DIALECTS.items()}
 
 
 def select_version(
@@ -135,8 +135,9 @@ def select_version(
     stateless: Mapping[str, Dialect],
     session: Mapping[str, Dialect],
     enabled: Sequence[str],
-) -> Selection | McpError:
-    """Which version serves ``method`` (see the module docstring), or the error to answer.
+) -> Selection:
+    """Which version serves ``method`` (see the module docstring); raises the ``McpError``
+    to answer.
 
     ``meta`` is the request's ``params._meta`` as received; ``session_version`` the version of
     the peer's session once ``initialize`` completed; ``stateless``/``session`` the enabled
@@ -145,7 +146,7 @@ def select_version(
     if method == "initialize":
         named = meta.get(PROTOCOL_VERSION_KEY) if type(meta) is dict else None
         if type(named) is str and named in stateless:
-            return method_not_found(method)
+            raise method_not_found(method)
         return INITIALIZE
     if session_version is not None:
         return _SERVE[session_version]
@@ -154,17 +155,17 @@ def select_version(
         if version is None:
             if method == "ping" and session:
                 return PONG
-            return invalid_params(f"Missing required _meta key {PROTOCOL_VERSION_KEY}")
+            raise invalid_params(f"Missing required _meta key {PROTOCOL_VERSION_KEY}")
         if type(version) is not str:
-            return invalid_params(f"_meta {PROTOCOL_VERSION_KEY} must be a string")
+            raise invalid_params(f"_meta {PROTOCOL_VERSION_KEY} must be a string")
         if version not in stateless:
-            return unsupported_version(version, session, enabled)
+            raise unsupported_version(version, session, enabled)
         return _SERVE[version]
     if method == "ping":
         return PONG
     if any(method in d.client_requests for d in session.values()):
-        return McpError(INVALID_REQUEST, "Server not initialized: send initialize first")
-    return method_not_found(method)
+        raise McpError(INVALID_REQUEST, "Server not initialized: send initialize first")
+    raise method_not_found(method)
 
 
 def unsupported_version(
@@ -184,30 +185,37 @@ def unsupported_version(
 # -- the stateless era's _meta ---------------------------------------------------------------
 
 
-def capabilities_problem(meta: Mapping[str, Any]) -> str | None:
-    """A stateless-era ``_meta`` must carry the client capabilities (an object)."""
+#: The problem of a stateless-era ``_meta`` without client capabilities (an object).
+CAPABILITIES_PROBLEM: Final = f"Missing required _meta key {CLIENT_CAPABILITIES_KEY} (an object)"
+
+
+def meta_keys_problem(meta: Mapping[str, Any]) -> str | None:
+    """The stateless era's ``_meta`` keys besides the version, in the order dispatch reports
+    them: the client capabilities (an object: :data:`CAPABILITIES_PROBLEM`, reported before an
+    unknown method), then the optional client info (an object), log level (a known one) and
+    progress token (see :func:`progress_token_problem`)."""
     if type(meta.get(CLIENT_CAPABILITIES_KEY)) is not dict:
-        return f"Missing required _meta key {CLIENT_CAPABILITIES_KEY} (an object)"
-    return None
-
-
-def extras_problem(meta: Mapping[str, Any]) -> str | None:
-    """The optional stateless-era ``_meta`` keys: client info (an object), a known log level,
-    a progress token."""
+        return CAPABILITIES_PROBLEM
     info = meta.get(CLIENT_INFO_KEY)
     if info is not None and type(info) is not dict:
         return f"_meta {CLIENT_INFO_KEY} must be an object"
     level = meta.get(LOG_LEVEL_KEY)
     if level is not None and (type(level) is not str or level not in LOG_LEVELS):
         return f"Invalid log level: {level!r}"
-    return progress_token_problem(meta)
+    token = meta.get(PROGRESS_TOKEN_KEY)
+    if token is not None and type(token) is not str and type(token) is not int:
+        return _TOKEN_PROBLEM
+    return None
+
+
+_TOKEN_PROBLEM: Final = "progressToken must be a string or an integer"
 
 
 def progress_token_problem(meta: Mapping[str, Any]) -> str | None:
     """A progress token, when sent, is a string or an integer (both eras)."""
     token = meta.get(PROGRESS_TOKEN_KEY)
     if token is not None and type(token) is not str and type(token) is not int:
-        return "progressToken must be a string or an integer"
+        return _TOKEN_PROBLEM
     return None
 
 
@@ -221,4 +229,4 @@ def stateless_meta_problem(params: Mapping[str, Any] | None) -> str | None:
         return f"Missing required _meta key {PROTOCOL_VERSION_KEY}"
     if type(version) is not str:
         return f"_meta {PROTOCOL_VERSION_KEY} must be a string"
-    return capabilities_problem(meta) or extras_problem(meta)
+    return meta_keys_problem(meta)
