@@ -47,6 +47,9 @@ from snodo.transports.base import RequestOptions, Transport, cache_identity_of
 #: Request ids are fresh integers, unique in the process, so one client can be shared freely.
 _ids = itertools.count(1)
 
+#: Per-call timeouts whose request options a pipeline keeps (programs use a few).
+_TIMED_MAX = 8
+
 Outcome = dict[str, Any] | InputRequired
 Handlers = Mapping[str, Callable[[dict[str, Any]], Any]]
 
@@ -66,7 +69,16 @@ class Progress:
 class CallPipeline:
     """Sends calls on one connection and drives their input rounds (see the module docstring)."""
 
-    __slots__ = ("_answer", "_base", "_handlers", "_rounds", "dialect", "options", "transport")
+    __slots__ = (
+        "_answer",
+        "_base",
+        "_handlers",
+        "_rounds",
+        "_timed",
+        "dialect",
+        "options",
+        "transport",
+    )
 
     def __init__(self, transport: Transport, dialect: Dialect, options: ClientOptions) -> None:
         self.transport = transport
@@ -83,19 +95,34 @@ class CallPipeline:
             max_total_timeout=options.max_total_timeout,
         )
         self._rounds = inputs.start_rounds(options.max_input_rounds, options.input_handlers)
+        #: The options of calls given only a timeout, by value (at most _TIMED_MAX).
+        self._timed: dict[float | None, RequestOptions] = {}
 
     def request_options(self, call: CallOptions) -> RequestOptions:
         """The transport's options for a call: the client's, with what the call overrides."""
-        if (
-            call.timeout is None
-            and call.progress is None
+        timed_only = (
+            call.progress is None
             and call.tool is None
             and call.reset_timeout_on_progress is None
             and call.max_total_timeout is None
-        ):
+        )
+        if timed_only and call.timeout is None:
             return self._base
         check_timeout("timeout", call.timeout)
         client = self.options
+        if timed_only:  # only a timeout: one record per value, as for the client's own
+            timed = self._timed.get(call.timeout)
+            if timed is None:
+                timed = RequestOptions(
+                    dialect=self.dialect,
+                    timeout=call.timeout,
+                    on_server_request=self._answer,
+                    reset_timeout_on_progress=client.reset_timeout_on_progress,
+                    max_total_timeout=client.max_total_timeout,
+                )
+                if len(self._timed) < _TIMED_MAX:
+                    self._timed[call.timeout] = timed
+            return timed
         return RequestOptions(
             dialect=self.dialect,
             timeout=call.timeout if call.timeout is not None else client.timeout,
@@ -233,12 +260,16 @@ class CachedCalls:
         call: CallOptions = NO_CALL_OPTIONS,
     ) -> Done:
         """Serve ``method`` from the cache when it may be, else run it (and maybe store it)."""
+        given = call is not NO_CALL_OPTIONS
         if not caching.may_use_cache(
-            method, bypass=call.bypass_cache, per_call_options=call.beyond_timeout
+            method,
+            bypass=given and call.bypass_cache,
+            per_call_options=given and call.beyond_timeout,
         ):
             return self.pipeline.run(method, params, call)
         cache = self._cache
-        check_timeout("timeout", call.timeout)
+        if call.timeout is not None:
+            check_timeout("timeout", call.timeout)
         arg = caching.params_key(params)
         public = caching.public_key(self._base, method, arg)
         data = cache.get(public)

@@ -126,6 +126,12 @@ class CallOptions:
 #: The options of a call that was given none (shared: most calls are given none).
 NO_CALL_OPTIONS: Final = CallOptions()
 
+#: The records of calls given only a timeout (and maybe ``bypass_cache``), shared by value:
+#: programs use a few timeouts, and building a frozen record costs about as much as the rest
+#: of a direct call's client side. At most ``_SHARED_MAX`` are kept.
+_shared: dict[tuple[float | None, bool], CallOptions] = {}
+_SHARED_MAX: Final = 64
+
 
 def call_options(
     timeout: float | None = None,
@@ -140,10 +146,10 @@ def call_options(
     tool: Mapping[str, Any] | None = None,
     bypass_cache: bool = False,
 ) -> CallOptions:
-    """The :class:`CallOptions` of one call (:data:`NO_CALL_OPTIONS` when it was given none)."""
+    """The :class:`CallOptions` of one call (:data:`NO_CALL_OPTIONS` when it was given none; a
+    shared record when it was given only a timeout)."""
     if (
-        timeout is None
-        and progress is None
+        progress is None
         and meta is None
         and trace_context is None
         and input_responses is None
@@ -152,9 +158,17 @@ def call_options(
         and reset_timeout_on_progress is None
         and max_total_timeout is None
         and tool is None
-        and not bypass_cache
     ):
-        return NO_CALL_OPTIONS
+        if timeout is None and not bypass_cache:
+            return NO_CALL_OPTIONS
+        if timeout is None or type(timeout) is float or type(timeout) is int:
+            key = (timeout, bool(bypass_cache))
+            found = _shared.get(key)
+            if found is None:
+                found = CallOptions(timeout=timeout, bypass_cache=key[1])
+                if len(_shared) < _SHARED_MAX:
+                    _shared[key] = found
+            return found
     return CallOptions(
         timeout,
         progress,

@@ -198,3 +198,11 @@ def test_the_pipeline_and_the_subscription_handle_need_no_client() -> None:
         "sys.exit(1 if 'snodo.client' in sys.modules else 0)"
     )
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+def test_calls_given_only_a_timeout_reuse_one_request_record_per_value() -> None:
+    calls = pipeline(ScriptedTransport(), timeout=7.0, max_total_timeout=50.0)
+    first = calls.request_options(CallOptions(timeout=2.0))
+    assert calls.request_options(CallOptions(timeout=2.0)) is first
+    assert (first.timeout, first.max_total_timeout) == (2.0, 50.0)
+    assert calls.request_options(CallOptions(timeout=3.0)).timeout == 3.0

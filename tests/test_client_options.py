@@ -158,3 +158,10 @@ def test_every_option_but_timeout_and_bypass_makes_the_call_beyond_timeout(field
 def test_client_keywords_takes_the_client_options_out_of_a_functions_keywords() -> None:
     given = {**opts.OPTION_DEFAULTS, "target": "x", "env": None}
     assert opts.client_keywords(given) == opts.OPTION_DEFAULTS
+
+
+def test_calls_given_only_a_timeout_share_a_record_per_value() -> None:
+    assert opts.call_options(5.0) is opts.call_options(5.0)
+    assert opts.call_options(5.0, bypass_cache=True) is opts.call_options(5.0, bypass_cache=True)
+    assert opts.call_options(5.0) != opts.call_options(5.0, bypass_cache=True)
+    assert opts.call_options(True).timeout is True  # not shared; refused when the call is sent
