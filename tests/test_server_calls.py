@@ -11,9 +11,9 @@ from snodo.protocol.errors import McpError
 from snodo.server import Context, Peer, Runtime, ServerSession, dispatch
 from tests.support.server_support import (
     CC,
-    LEGACY,
-    MODERN,
     PV,
+    SESSION_VERSIONS,
+    STATELESS,
     VERSIONS,
     Conn,
     example_runtime,
@@ -68,8 +68,8 @@ def test_non_object_json_values_are_structured_only_where_the_schema_allows(vers
     """2025 schemas type structuredContent as an object; 2026 allows any JSON value."""
     result = call(Conn(tool_runtime(lambda a, ctx: [1, 2]), version))["result"]
     assert result["content"] == [{"type": "text", "text": "[1,2]"}]
-    assert ("structuredContent" in result) is (version == MODERN)
-    if version == MODERN:
+    assert ("structuredContent" in result) is (version == STATELESS)
+    if version == STATELESS:
         assert result["structuredContent"] == [1, 2]
 
 
@@ -181,10 +181,10 @@ def test_template_variables_match_one_segment_and_are_percent_decoded() -> None:
 
 
 @pytest.mark.parametrize("version", VERSIONS)
-def test_unknown_resource_is_32602_on_2026_and_32002_on_initialize_era(version: str) -> None:
+def test_unknown_resource_is_32602_on_2026_and_32002_on_session_era(version: str) -> None:
     """(g) resource not found: -32602 in 2026 (MUST NOT emit -32002), -32002 before."""
     error = Conn(example_runtime(), version).err("resources/read", {"uri": "nowhere://x"})
-    assert error["code"] == (-32602 if version == MODERN else -32002)
+    assert error["code"] == (-32602 if version == STATELESS else -32002)
     assert error["data"] == {"uri": "nowhere://x"}
 
 
@@ -346,7 +346,7 @@ def test_context_describes_the_request(version: str) -> None:
     assert ctx.client_info == {"name": "test-client", "version": "1.0.0"}
     assert ctx.meta["custom"] == 1 and ctx.meta["progressToken"] == "tok"
     assert ctx.round == 0
-    assert ctx.stateless is (version == MODERN)
+    assert ctx.stateless is (version == STATELESS)
     assert ctx.cancelled is False
 
 
@@ -487,7 +487,7 @@ def test_requests_on_a_shared_peer_are_tracked_by_id() -> None:
 
     rt.add_tool("outer", outer)
     rt.add_tool("probe", lambda a, ctx: ",".join(sorted(str(k) for k in peer.inflight)))
-    meta = {PV: MODERN, CC: {}}
+    meta = {PV: STATELESS, CC: {}}
     response = dispatch(
         rt,
         {
@@ -504,8 +504,8 @@ def test_requests_on_a_shared_peer_are_tracked_by_id() -> None:
     assert len(peer.inflight) == 0
 
 
-@pytest.mark.parametrize("version", LEGACY)
-def test_initialize_era_requests_ignore_stateless_retry_params(version: str) -> None:
+@pytest.mark.parametrize("version", SESSION_VERSIONS)
+def test_session_era_requests_ignore_stateless_retry_params(version: str) -> None:
     """requestState / inputResponses do not exist before 2026: they are ignored, not checked."""
     result = Conn(example_runtime(), version).ok(
         "tools/call",

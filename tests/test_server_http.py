@@ -1,9 +1,9 @@
 """``snodo.server.http_server``: a Runtime served over Streamable HTTP, for every protocol version.
 
 Reference (f) "Streamable HTTP": one POST per message, ``Accept`` listing JSON and SSE, 202 for
-notifications (and, initialize era, responses), JSON or SSE answers; the 2026-07-28 header rules
+notifications (and, session era, responses), JSON or SSE answers; the 2026-07-28 header rules
 (``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name``, ``Mcp-Param-*``, -32020 with 400), the
-status table (400/404/405), closing the stream as cancellation; the initialize era's sessions
+status table (400/404/405), closing the stream as cancellation; the session era's sessions
 (``Mcp-Session-Id``: 400 missing, 404 unknown or ended, DELETE), server-to-client requests on
 the POST's stream answered by POST, the GET stream, priming events and ``Last-Event-ID``
 resumption. (d) lifecycle, (g) error codes, (k) progress and cancellation.
@@ -44,9 +44,9 @@ from tests.servers.http_tools import Probe, build
 from tests.support.server_support import (
     CC,
     CI,
-    LEGACY,
-    MODERN,
     PV,
+    SESSION_VERSIONS,
+    STATELESS,
     check_response,
     validate,
 )
@@ -95,7 +95,7 @@ def check_server_message(version: str, message: Any, methods: dict[Any, str]) ->
         # An error nobody can be told about by id (bad JSON, refused headers): the 2025-11-25
         # and 2026-07-28 schemas allow that; 2025-06-18's requires an id, so check it there.
         assert "error" in message, message
-        validate(MODERN, "JSONRPCErrorResponse", message)
+        validate(STATELESS, "JSONRPCErrorResponse", message)
         return
     check_response(version, methods.get(message["id"]), message)
 
@@ -253,7 +253,7 @@ class Http:
         if reply.content_type == "application/json" and reply.body:
             message = reply.json()
             if "id" not in message:  # version-independent refusals; Mcp checks the rest
-                check_server_message(MODERN, message, {})
+                check_server_message(STATELESS, message, {})
         return reply
 
     def open(self, method: str, body: bytes | None, headers: Headers) -> Live:
@@ -278,7 +278,7 @@ class Mcp:
         self.ids = itertools.count(1)
         self.methods: dict[Any, str] = {}
         self.session: str | None = None
-        if version != MODERN and initialize:
+        if version != STATELESS and initialize:
             self.initialize()
 
     # -- messages and headers
@@ -306,7 +306,7 @@ class Mcp:
         rid: Any = None,
     ) -> dict[str, Any]:
         params = dict(params or {})
-        if self.version == MODERN and method != "initialize":
+        if self.version == STATELESS and method != "initialize":
             params["_meta"] = {PV: self.version, CC: self.caps, CI: CLIENT_INFO, **(meta or {})}
         elif meta:
             params["_meta"] = dict(meta)
@@ -317,7 +317,7 @@ class Mcp:
     def headers(self, message: dict[str, Any]) -> Headers:
         """The headers a conforming client sends with ``message``."""
         out: Headers = [("Content-Type", "application/json"), ("Accept", ACCEPT)]
-        if self.version == MODERN:
+        if self.version == STATELESS:
             out.append(("MCP-Protocol-Version", self.version))
             method = message.get("method")
             if method is not None:
@@ -438,11 +438,11 @@ def server(start: Callable[..., HttpServer]) -> HttpServer:
 # -- 2026-07-28 --------------------------------------------------------------------------------
 
 
-def test_modern_discover_list_and_call_answer_json(server: HttpServer) -> None:
+def test_stateless_discover_list_and_call_answer_json(server: HttpServer) -> None:
     """(f) 2026-07-28: each request is a POST answered with one JSON object (status 200)."""
-    mcp = Mcp(server, MODERN)
+    mcp = Mcp(server, STATELESS)
     discovered = mcp.ok("server/discover")
-    assert MODERN in discovered["supportedVersions"]
+    assert STATELESS in discovered["supportedVersions"]
     tools = mcp.ok("tools/list")["tools"]
     assert {"echo", "gate", "headered", "café"} <= {t["name"] for t in tools}
     reply = mcp.call("tools/call", {"name": "echo", "arguments": {"text": "hi"}})
@@ -453,10 +453,10 @@ def test_modern_discover_list_and_call_answer_json(server: HttpServer) -> None:
     assert "mcp-session-id" not in reply.headers
 
 
-def test_modern_progress_streams_sse_and_ends_with_the_response(server: HttpServer) -> None:
+def test_stateless_progress_streams_sse_and_ends_with_the_response(server: HttpServer) -> None:
     """(k) progress: notifications/progress on the request's own SSE stream, then the response
     as the last event, then the stream ends; 2026-07-28 events carry no ids."""
-    mcp = Mcp(server, MODERN)
+    mcp = Mcp(server, STATELESS)
     reply = mcp.call(
         "tools/call", {"name": "slow_count", "arguments": {"n": 3}}, meta={"progressToken": "p1"}
     )
@@ -470,18 +470,18 @@ def test_modern_progress_streams_sse_and_ends_with_the_response(server: HttpServ
     assert messages[3]["result"]["content"][0]["text"] == "counted to 3"
 
 
-def test_modern_request_that_fails_before_emitting_answers_json_with_its_status(
+def test_stateless_request_that_fails_before_emitting_answers_json_with_its_status(
     server: HttpServer,
 ) -> None:
     """A progress-enabled request that fails before sending anything is answered as JSON, so
     its error keeps its HTTP status (here 200 for -32602 unknown tool)."""
-    mcp = Mcp(server, MODERN)
+    mcp = Mcp(server, STATELESS)
     reply = mcp.call("tools/call", {"name": "nope", "arguments": {}}, meta={"progressToken": "p"})
     assert reply.status == 200 and reply.content_type == "application/json"
     assert error_of(reply)["code"] == -32602
 
 
-MODERN_HEADER_CASES: list[tuple[str, Headers, tuple[str, ...]]] = [
+STATELESS_HEADER_CASES: list[tuple[str, Headers, tuple[str, ...]]] = [
     ("missing MCP-Protocol-Version", [], ("MCP-Protocol-Version",)),
     (
         "MCP-Protocol-Version differs from _meta",
@@ -505,14 +505,14 @@ MODERN_HEADER_CASES: list[tuple[str, Headers, tuple[str, ...]]] = [
 
 
 @pytest.mark.parametrize(
-    ("case", "extra", "drop"), MODERN_HEADER_CASES, ids=[c[0] for c in MODERN_HEADER_CASES]
+    ("case", "extra", "drop"), STATELESS_HEADER_CASES, ids=[c[0] for c in STATELESS_HEADER_CASES]
 )
-def test_modern_header_rules_answer_400_header_mismatch(
+def test_stateless_header_rules_answer_400_header_mismatch(
     server: HttpServer, case: str, extra: Headers, drop: tuple[str, ...]
 ) -> None:
     """(f) Server Validation: a missing or mismatched MCP-Protocol-Version, Mcp-Method or
     Mcp-Name (decoded from the base64 sentinel) is 400 with -32020 HeaderMismatch."""
-    mcp = Mcp(server, MODERN)
+    mcp = Mcp(server, STATELESS)
     message = mcp.body("tools/call", {"name": "echo", "arguments": {"text": "x"}})
     reply = mcp.post(message, extra=extra, drop=drop)
     assert reply.status == 400, case
@@ -521,15 +521,15 @@ def test_modern_header_rules_answer_400_header_mismatch(
     assert reply.json()["id"] == message["id"]
 
 
-def test_modern_header_names_are_case_insensitive_and_values_trimmed(server: HttpServer) -> None:
+def test_stateless_header_names_are_case_insensitive_and_values_trimmed(server: HttpServer) -> None:
     """(f) Case Sensitivity: header names match in any case; surrounding whitespace (OWS) is not
     part of a value."""
-    mcp = Mcp(server, MODERN)
+    mcp = Mcp(server, STATELESS)
     message = mcp.body("tools/call", {"name": "echo", "arguments": {"text": "x"}})
     headers: Headers = [
         ("content-type", "application/json"),
         ("accept", ACCEPT),
-        ("mcp-protocol-version", MODERN),
+        ("mcp-protocol-version", STATELESS),
         ("MCP-METHOD", "tools/call"),
         ("mcp-name", "  echo  "),
     ]
@@ -538,10 +538,10 @@ def test_modern_header_names_are_case_insensitive_and_values_trimmed(server: Htt
     assert reply.json()["result"]["content"][0]["text"] == "x"
 
 
-def test_modern_mcp_name_base64_sentinel_is_decoded(server: HttpServer) -> None:
+def test_stateless_mcp_name_base64_sentinel_is_decoded(server: HttpServer) -> None:
     """(f) Value Encoding: a name that is not plain ASCII travels as =?base64?...?= and the
     server decodes it before comparing; resources/read mirrors params.uri."""
-    mcp = Mcp(server, MODERN)
+    mcp = Mcp(server, STATELESS)
     message = mcp.body("tools/call", {"name": "café", "arguments": {}})
     reply = mcp.post(message, drop=("Mcp-Name",), extra=[("Mcp-Name", "=?base64?Y2Fmw6k=?=")])
     assert reply.status == 200, reply.body
@@ -591,7 +591,7 @@ PARAM_CASES: list[tuple[str, dict[str, Any], list[tuple[str, str | None]], bool]
 @pytest.mark.parametrize(
     ("case", "override", "headers", "accepted"), PARAM_CASES, ids=[c[0] for c in PARAM_CASES]
 )
-def test_modern_mcp_param_headers_mirror_x_mcp_header_arguments(
+def test_stateless_mcp_param_headers_mirror_x_mcp_header_arguments(
     server: HttpServer,
     case: str,
     override: dict[str, Any],
@@ -601,7 +601,7 @@ def test_modern_mcp_param_headers_mirror_x_mcp_header_arguments(
     """(f) x-mcp-header: every annotated argument with a value must come with its
     Mcp-Param-<Name> header equal to the encoded value (integers compared numerically); a
     missing or mismatched one, or one for an absent argument, is 400 -32020."""
-    mcp = Mcp(server, MODERN)
+    mcp = Mcp(server, STATELESS)
     arguments = {**HEADERED_ARGS, **override}
     arguments = {k: v for k, v in arguments.items() if v is not None}
     replaced = {k.lower() for k, _ in headers}
@@ -617,11 +617,11 @@ def test_modern_mcp_param_headers_mirror_x_mcp_header_arguments(
         assert error_of(reply)["code"] == -32020
 
 
-def test_modern_errors_have_their_http_status(server: HttpServer) -> None:
+def test_stateless_errors_have_their_http_status(server: HttpServer) -> None:
     """(f)/(g) status table: a malformed _meta is 400 -32602, an unsupported version 400 -32022
     (with data.supported), a missing client capability 400 -32021, an unknown method 404
     -32601; other JSON-RPC errors (unknown tool) are 200."""
-    mcp = Mcp(server, MODERN)
+    mcp = Mcp(server, STATELESS)
     message = mcp.body("tools/list")
     del message["params"]["_meta"][CC]
     reply = mcp.post(message)
@@ -634,9 +634,9 @@ def test_modern_errors_have_their_http_status(server: HttpServer) -> None:
     )
     assert reply.status == 400
     error = error_of(reply)
-    assert error["code"] == -32022 and MODERN in error["data"]["supported"]
+    assert error["code"] == -32022 and STATELESS in error["data"]["supported"]
 
-    no_elicitation = Mcp(server, MODERN, caps={})
+    no_elicitation = Mcp(server, STATELESS, caps={})
     reply = no_elicitation.call("tools/call", {"name": "deploy", "arguments": {}})
     assert reply.status == 400 and error_of(reply)["code"] == -32021
 
@@ -647,40 +647,40 @@ def test_modern_errors_have_their_http_status(server: HttpServer) -> None:
     assert reply.status == 200 and error_of(reply)["code"] == -32602
 
 
-def test_modern_input_required_is_a_json_result(server: HttpServer) -> None:
+def test_stateless_input_required_is_a_json_result(server: HttpServer) -> None:
     """(h) 2026-07-28 never sends server requests: an interactive tool answers input_required."""
-    mcp = Mcp(server, MODERN)
+    mcp = Mcp(server, STATELESS)
     result = mcp.ok("tools/call", {"name": "deploy", "arguments": {}})
     assert result["resultType"] == "input_required"
     assert next(iter(result["inputRequests"].values()))["method"] == "elicitation/create"
 
 
 @pytest.mark.parametrize("verb", ["GET", "DELETE"])
-def test_modern_get_and_delete_are_405(start: Callable[..., HttpServer], verb: str) -> None:
+def test_stateless_get_and_delete_are_405(start: Callable[..., HttpServer], verb: str) -> None:
     """(f) a 2026-07-28 server answers GET and DELETE with 405 (Allow: POST)."""
-    modern_only = start((MODERN,))
-    reply = Http(modern_only).exchange(verb, None, [("Accept", "text/event-stream")])
+    stateless_only = start((STATELESS,))
+    reply = Http(stateless_only).exchange(verb, None, [("Accept", "text/event-stream")])
     assert reply.status == 405 and reply.headers["allow"] == "POST"
     dual = start()
     reply = Http(dual).exchange(
-        verb, None, [("Accept", "text/event-stream"), ("MCP-Protocol-Version", MODERN)]
+        verb, None, [("Accept", "text/event-stream"), ("MCP-Protocol-Version", STATELESS)]
     )
     assert reply.status == 405 and reply.headers["allow"] == "POST"
 
 
 def test_era_detection_by_a_dual_era_client(start: Callable[..., HttpServer]) -> None:
-    """(c) era detection over HTTP: a legacy-only server answers a 2026-07-28 probe with 400
-    and no modern error code (the client falls back to initialize); a modern-only server
-    answers initialize with 400 -32020, a recognized modern error."""
-    legacy_only = start(LEGACY)
-    probe_ = Mcp(legacy_only, MODERN)
+    """(c) era detection over HTTP: a session-era-only server answers a 2026-07-28 probe with 400
+    and no stateless-era error code (the client falls back to initialize); a stateless-era-only server
+    answers initialize with 400 -32020, a recognized stateless-era error."""
+    session_only = start(SESSION_VERSIONS)
+    probe_ = Mcp(session_only, STATELESS)
     reply = probe_.call("server/discover")
     assert reply.status == 400
     assert error_of(reply)["code"] not in (-32020, -32021, -32022)
-    assert Mcp(legacy_only, "2025-11-25").ok("tools/list")["tools"]
+    assert Mcp(session_only, "2025-11-25").ok("tools/list")["tools"]
 
-    modern_only = start((MODERN,))
-    client = Mcp(modern_only, "2025-11-25", initialize=False)
+    stateless_only = start((STATELESS,))
+    client = Mcp(stateless_only, "2025-11-25", initialize=False)
     reply = client.call(
         "initialize",
         {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": CLIENT_INFO},
@@ -689,14 +689,14 @@ def test_era_detection_by_a_dual_era_client(start: Callable[..., HttpServer]) ->
     assert "mcp-session-id" not in reply.headers
 
 
-def test_modern_ignores_a_session_id(server: HttpServer) -> None:
+def test_stateless_ignores_a_session_id(server: HttpServer) -> None:
     """(f) Mcp-Session-Id on a 2026-07-28 request is ignored, and none is minted."""
-    mcp = Mcp(server, MODERN)
+    mcp = Mcp(server, STATELESS)
     reply = mcp.call("tools/list", extra=[("Mcp-Session-Id", "no-such-session")])
     assert reply.status == 200 and "mcp-session-id" not in reply.headers
 
 
-def test_modern_notifications_get_202_after_their_version_check(server: HttpServer) -> None:
+def test_stateless_notifications_get_202_after_their_version_check(server: HttpServer) -> None:
     """(f) an accepted notification is 202 with no body; one without MCP-Protocol-Version is
     refused (400 -32020), one naming an unserved version 400 -32022."""
     http_ = Http(server)
@@ -707,35 +707,35 @@ def test_modern_notifications_get_202_after_their_version_check(server: HttpServ
     reply = http_.exchange(
         "POST",
         note,
-        [*base, ("MCP-Protocol-Version", MODERN), ("Mcp-Method", "notifications/cancelled")],
+        [*base, ("MCP-Protocol-Version", STATELESS), ("Mcp-Method", "notifications/cancelled")],
     )
     assert reply.status == 202 and reply.body == b""
     reply = http_.exchange("POST", note, base)
     assert reply.status == 400 and error_of(reply)["code"] == -32020
-    check_server_message(MODERN, reply.json(), {})
+    check_server_message(STATELESS, reply.json(), {})
     reply = http_.exchange("POST", note, [*base, ("MCP-Protocol-Version", "2027-01-01")])
     assert reply.status == 400 and error_of(reply)["code"] == -32022
 
 
-def test_modern_refuses_client_responses(start: Callable[..., HttpServer]) -> None:
+def test_stateless_refuses_client_responses(start: Callable[..., HttpServer]) -> None:
     """(f) 2026-07-28 clients MUST NOT send responses: 400 -32600."""
-    server = start((MODERN,))
+    server = start((STATELESS,))
     reply = Http(server).exchange(
         "POST",
         json.dumps({"jsonrpc": "2.0", "id": "srv-1", "result": {}}).encode(),
         [
             ("Content-Type", "application/json"),
             ("Accept", ACCEPT),
-            ("MCP-Protocol-Version", MODERN),
+            ("MCP-Protocol-Version", STATELESS),
         ],
     )
     assert reply.status == 400 and error_of(reply)["code"] == -32600
 
 
-def test_modern_closing_the_stream_cancels_the_request(server: HttpServer, probe: Probe) -> None:
+def test_stateless_closing_the_stream_cancels_the_request(server: HttpServer, probe: Probe) -> None:
     """(f) Cancellation: closing the SSE response stream cancels the request; the handler sees
     ctx.cancelled."""
-    mcp = Mcp(server, MODERN)
+    mcp = Mcp(server, STATELESS)
     message = mcp.body("tools/call", {"name": "gate", "arguments": {}}, meta={"progressToken": 7})
     live = mcp.open(message)
     assert live.status == 200 and live.headers["content-type"] == "text/event-stream"
@@ -745,11 +745,11 @@ def test_modern_closing_the_stream_cancels_the_request(server: HttpServer, probe
     assert probe.outcomes.get(timeout=DEADLINE) == (message["id"], "cancelled")
 
 
-# -- initialize era ----------------------------------------------------------------------------
+# -- session era ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("version", LEGACY)
-def test_legacy_initialize_list_and_call(server: HttpServer, version: str) -> None:
+@pytest.mark.parametrize("version", SESSION_VERSIONS)
+def test_session_era_initialize_list_and_call(server: HttpServer, version: str) -> None:
     """(d) initialize answers InitializeResult with an unguessable visible-ASCII Mcp-Session-Id;
     later requests on the session are served by its version."""
     mcp = Mcp(server, version)
@@ -765,8 +765,8 @@ def test_legacy_initialize_list_and_call(server: HttpServer, version: str) -> No
     assert "resultType" not in reply.json()["result"]
 
 
-@pytest.mark.parametrize("version", LEGACY)
-def test_legacy_progress_streams_with_event_ids(server: HttpServer, version: str) -> None:
+@pytest.mark.parametrize("version", SESSION_VERSIONS)
+def test_session_progress_streams_with_event_ids(server: HttpServer, version: str) -> None:
     """(f) SSE answers carry event ids "<stream>-<n>"; 2025-11-25 opens with a priming event
     (an id and empty data)."""
     mcp = Mcp(server, version)
@@ -786,8 +786,8 @@ def test_legacy_progress_streams_with_event_ids(server: HttpServer, version: str
     assert messages[2]["result"]["content"][0]["text"] == "counted to 2"
 
 
-@pytest.mark.parametrize("version", LEGACY)
-def test_legacy_session_lifecycle(server: HttpServer, version: str) -> None:
+@pytest.mark.parametrize("version", SESSION_VERSIONS)
+def test_session_lifecycle(server: HttpServer, version: str) -> None:
     """(d) HTTP extras: a request without Mcp-Session-Id is 400, an unknown one 404, a wrong
     MCP-Protocol-Version 400 (a missing one means the session's version); DELETE ends the
     session (200) and later requests get 404."""
@@ -814,8 +814,8 @@ def test_legacy_session_lifecycle(server: HttpServer, version: str) -> None:
     assert mcp.http.exchange("DELETE", None, headers).status == 404
 
 
-@pytest.mark.parametrize("version", LEGACY)
-def test_legacy_elicitation_on_the_post_stream_answered_by_post(
+@pytest.mark.parametrize("version", SESSION_VERSIONS)
+def test_session_elicitation_on_the_post_stream_answered_by_post(
     server: HttpServer, version: str
 ) -> None:
     """(f)/(m) the server sends elicitation/create (id srv-N) on the request's SSE stream; the
@@ -848,16 +848,16 @@ def test_legacy_elicitation_on_the_post_stream_answered_by_post(
     assert live.next_event() is None
 
 
-@pytest.mark.parametrize("version", LEGACY)
-def test_legacy_answer_to_an_unknown_id_is_accepted(server: HttpServer, version: str) -> None:
+@pytest.mark.parametrize("version", SESSION_VERSIONS)
+def test_session_answer_to_an_unknown_id_is_accepted(server: HttpServer, version: str) -> None:
     """(f) a POSTed response the server is not waiting for is still 202 (and logged)."""
     mcp = Mcp(server, version)
     reply = mcp.answer("srv-999", {})
     assert reply.status == 202
 
 
-@pytest.mark.parametrize("version", LEGACY)
-def test_legacy_get_stream_receives_server_messages(
+@pytest.mark.parametrize("version", SESSION_VERSIONS)
+def test_session_get_stream_receives_server_messages(
     start: Callable[..., HttpServer], version: str
 ) -> None:
     """(f) Listening: GET with the session opens the standalone SSE stream for server messages
@@ -893,7 +893,7 @@ def test_quiet_streams_get_keep_alive_comments(
     """Keep-alive: a request that sends nothing for keepalive_interval switches to SSE and
     gets ": keep-alive" comments (so proxies keep it open); so does an idle GET stream."""
     server = start(keepalive_interval=0.05)
-    mcp = Mcp(server, MODERN)
+    mcp = Mcp(server, STATELESS)
     live = mcp.open(mcp.body("tools/call", {"name": "gate", "arguments": {}}))
     assert live.headers["content-type"] == "text/event-stream"
     raw = b""
@@ -905,11 +905,11 @@ def test_quiet_streams_get_keep_alive_comments(
     rest = raw + live.resp.read()
     events, tail = parse_events(rest)
     assert tail == b"" and len(events) == 1
-    check_server_message(MODERN, events[0].message(), mcp.methods)
+    check_server_message(STATELESS, events[0].message(), mcp.methods)
     assert events[0].message()["result"]["content"][0]["text"] == "released"
 
-    legacy = Mcp(server, "2025-06-18")
-    listening = legacy.get()
+    session_client = Mcp(server, "2025-06-18")
+    listening = session_client.get()
     raw = b""
     while b": keep-alive\n\n" not in raw:
         chunk = listening.resp.read1(65536)
@@ -918,8 +918,8 @@ def test_quiet_streams_get_keep_alive_comments(
     listening.close()
 
 
-@pytest.mark.parametrize("version", LEGACY)
-def test_legacy_get_stream_resumes_from_last_event_id(server: HttpServer, version: str) -> None:
+@pytest.mark.parametrize("version", SESSION_VERSIONS)
+def test_session_get_stream_resumes_from_last_event_id(server: HttpServer, version: str) -> None:
     """(f) Resumability applies to the GET stream too: Last-Event-ID "0-n" delivers only the
     messages after n."""
     mcp = Mcp(server, version)
@@ -937,8 +937,8 @@ def test_legacy_get_stream_resumes_from_last_event_id(server: HttpServer, versio
     resumed.close()
 
 
-@pytest.mark.parametrize("version", LEGACY)
-def test_legacy_disconnect_is_not_cancel_and_last_event_id_replays(
+@pytest.mark.parametrize("version", SESSION_VERSIONS)
+def test_session_disconnect_is_not_cancel_and_last_event_id_replays(
     server: HttpServer, probe: Probe, version: str
 ) -> None:
     """(f) Resumability: a dropped stream does not cancel the request; GET with Last-Event-ID
@@ -973,7 +973,7 @@ def test_legacy_disconnect_is_not_cancel_and_last_event_id_replays(
     bad.close()
 
 
-def test_legacy_sse_retry_closes_the_post_stream_and_get_resumes(
+def test_session_sse_retry_closes_the_post_stream_and_get_resumes(
     start: Callable[..., HttpServer],
 ) -> None:
     """(f) 2025-11-25 polling (the conformance scenario sse-retry): the server may close the
@@ -993,11 +993,11 @@ def test_legacy_sse_retry_closes_the_post_stream_and_get_resumes(
     assert messages[-1]["result"]["content"][0]["text"] == "counted to 2"
 
 
-@pytest.mark.parametrize("version", LEGACY)
-def test_legacy_cancelled_notification_cancels_and_ends_the_stream(
+@pytest.mark.parametrize("version", SESSION_VERSIONS)
+def test_session_cancelled_notification_cancels_and_ends_the_stream(
     server: HttpServer, probe: Probe, version: str
 ) -> None:
-    """(k) initialize era: notifications/cancelled (POSTed, 202) cancels the request; its
+    """(k) session era: notifications/cancelled (POSTed, 202) cancels the request; its
     response is not sent and its stream ends."""
     mcp = Mcp(server, version)
     message = mcp.body("tools/call", {"name": "gate", "arguments": {}}, meta={"progressToken": 1})
@@ -1016,7 +1016,7 @@ def test_legacy_cancelled_notification_cancels_and_ends_the_stream(
     assert mcp.rest(live) == []
 
 
-def test_legacy_server_request_deadline(start: Callable[..., HttpServer]) -> None:
+def test_session_server_request_deadline(start: Callable[..., HttpServer]) -> None:
     """Server requests wait for the client's answer at most server_request_timeout: then the
     client is told notifications/cancelled and the request fails with -32001."""
     server = start(server_request_timeout=0.2)
@@ -1034,7 +1034,7 @@ def test_legacy_server_request_deadline(start: Callable[..., HttpServer]) -> Non
     assert messages[2]["id"] == message["id"] and messages[2]["error"]["code"] == -32001
 
 
-def test_legacy_idle_sessions_expire(start: Callable[..., HttpServer]) -> None:
+def test_idle_sessions_expire(start: Callable[..., HttpServer]) -> None:
     """(d) the server may end a session; an expired session is 404 afterwards."""
     server = start(session_idle_timeout=0.2)
     mcp = Mcp(server, "2025-11-25")
@@ -1049,13 +1049,13 @@ def test_origin_must_be_allowed(start: Callable[..., HttpServer]) -> None:
     """(f) Security: a present, invalid Origin is 403 (body: a JSON-RPC error without id);
     localhost origins on any port are allowed by default; allowed_origins replaces the list."""
     server = start()
-    mcp = Mcp(server, MODERN)
+    mcp = Mcp(server, STATELESS)
     reply = mcp.call("tools/list", extra=[("Origin", "https://evil.example")])
     assert reply.status == 403 and "id" not in reply.json()
     assert mcp.call("tools/list", extra=[("Origin", "http://localhost:5173")]).status == 200
     assert mcp.call("tools/list", extra=[("Origin", "http://[::1]:80")]).status == 200
     custom = start(allowed_origins=["https://app.example"])
-    other = Mcp(custom, MODERN)
+    other = Mcp(custom, STATELESS)
     assert other.call("tools/list", extra=[("Origin", "https://app.example")]).status == 200
     assert other.call("tools/list", extra=[("Origin", "http://localhost:1")]).status == 403
 
@@ -1063,11 +1063,11 @@ def test_origin_must_be_allowed(start: Callable[..., HttpServer]) -> None:
 def test_host_must_be_loopback_on_a_loopback_bind(server: HttpServer) -> None:
     """DNS rebinding: a loopback server refuses a non-loopback Host with 403."""
     http_ = Http(server)
-    body = json.dumps(Mcp(server, MODERN).body("tools/list")).encode()
+    body = json.dumps(Mcp(server, STATELESS).body("tools/list")).encode()
     headers: Headers = [
         ("Content-Type", "application/json"),
         ("Accept", ACCEPT),
-        ("MCP-Protocol-Version", MODERN),
+        ("MCP-Protocol-Version", STATELESS),
         ("Mcp-Method", "tools/list"),
     ]
     assert http_.exchange("POST", body, headers, host="evil.example").status == 403
@@ -1092,7 +1092,7 @@ def test_body_over_the_limit_is_413(start: Callable[..., HttpServer]) -> None:
         resp = conn.getresponse()
         assert resp.status == 413
         refusal = json.loads(resp.read())
-        check_server_message(MODERN, refusal, {})
+        check_server_message(STATELESS, refusal, {})
         assert refusal["error"]["code"] == -32700
     finally:
         conn.close()
@@ -1113,7 +1113,7 @@ def test_body_over_the_limit_is_413(start: Callable[..., HttpServer]) -> None:
         assert resp.status == 413
     finally:
         conn.close()
-    small = Mcp(server, MODERN)
+    small = Mcp(server, STATELESS)
     assert small.call("tools/list").status == 200
     del http_
 
@@ -1122,7 +1122,7 @@ def test_media_types_and_json_errors(server: HttpServer) -> None:
     """POST bodies are application/json (415), Accept must list JSON and SSE (406), invalid
     JSON is 400 -32700 and a batch 400 -32600."""
     http_ = Http(server)
-    body = json.dumps(Mcp(server, MODERN).body("tools/list")).encode()
+    body = json.dumps(Mcp(server, STATELESS).body("tools/list")).encode()
     reply = http_.exchange("POST", body, [("Content-Type", "text/plain"), ("Accept", ACCEPT)])
     assert reply.status == 415
     reply = http_.exchange(
@@ -1132,14 +1132,14 @@ def test_media_types_and_json_errors(server: HttpServer) -> None:
     base: Headers = [("Content-Type", "application/json; charset=utf-8"), ("Accept", ACCEPT)]
     reply = http_.exchange("POST", b'{"jsonrpc": "2.0", "id": 1, ', base)
     assert reply.status == 400 and error_of(reply)["code"] == -32700 and "id" not in reply.json()
-    check_server_message(MODERN, reply.json(), {})
+    check_server_message(STATELESS, reply.json(), {})
     reply = http_.exchange("POST", b"[" + body + b"]", base)
     assert reply.status == 400 and error_of(reply)["code"] == -32600
     assert http_.exchange("POST", body, base, path="/other").status == 404
     assert http_.exchange("PUT", body, base).status == 405
 
 
-@pytest.mark.parametrize("version", [MODERN, "2025-11-25"])
+@pytest.mark.parametrize("version", [STATELESS, "2025-11-25"])
 def test_sixteen_requests_run_concurrently(server: HttpServer, probe: Probe, version: str) -> None:
     """Requests run on workers: 16 tools/call that each wait for all 16 to arrive complete."""
     mcp = Mcp(server, version)
@@ -1164,7 +1164,7 @@ def test_sixteen_requests_run_concurrently(server: HttpServer, probe: Probe, ver
 def test_over_max_concurrency_is_503(start: Callable[..., HttpServer], probe: Probe) -> None:
     """At most max_concurrency requests run at once; beyond that 503 "Server busy"."""
     server = start(max_concurrency=1)
-    mcp = Mcp(server, MODERN)
+    mcp = Mcp(server, STATELESS)
     live = mcp.open(
         mcp.body("tools/call", {"name": "gate", "arguments": {}}, meta={"progressToken": 1})
     )
@@ -1178,7 +1178,7 @@ def test_over_max_concurrency_is_503(start: Callable[..., HttpServer], probe: Pr
 
 def test_tcp_nodelay_on_accepted_sockets(server: HttpServer) -> None:
     """Runtime costs §4: the Nagle trap; every accepted socket has TCP_NODELAY."""
-    mcp = Mcp(server, MODERN)
+    mcp = Mcp(server, STATELESS)
     live = mcp.open(
         mcp.body("tools/call", {"name": "gate", "arguments": {}}, meta={"progressToken": 1})
     )
@@ -1230,21 +1230,23 @@ def test_close_ends_streams_and_leaves_nothing_behind(
     """close() stops accepting, cancels running requests, ends open streams and sessions, and
     leaves no thread, greenlet, descriptor or socket behind (threads: the conftest check)."""
     warm = start()
-    Mcp(warm, MODERN).ok("tools/list")
+    Mcp(warm, STATELESS).ok("tools/list")
     warm.close()
     gc.collect()
     fds = _fds()
     greenlets = _greenlets()
 
     server = start()
-    legacy = Mcp(server, "2025-11-25")
-    listening = legacy.get()
-    legacy.event(listening)  # priming: the GET stream is open
-    modern = Mcp(server, MODERN)
-    running = modern.open(
-        modern.body("tools/call", {"name": "gate", "arguments": {}}, meta={"progressToken": 1})
+    session_client = Mcp(server, "2025-11-25")
+    listening = session_client.get()
+    session_client.event(listening)  # priming: the GET stream is open
+    stateless_client = Mcp(server, STATELESS)
+    running = stateless_client.open(
+        stateless_client.body(
+            "tools/call", {"name": "gate", "arguments": {}}, meta={"progressToken": 1}
+        )
     )
-    modern.event(running)
+    stateless_client.event(running)
     idle = http.client.HTTPConnection(server.host, server.port, timeout=DEADLINE)
     idle.connect()  # a keep-alive connection with no request
 
@@ -1308,7 +1310,7 @@ def test_cli_serves_http_until_sigterm() -> None:
             "jsonrpc": "2.0",
             "id": 1,
             "method": "tools/list",
-            "params": {"_meta": {PV: MODERN, CC: {}, CI: CLIENT_INFO}},
+            "params": {"_meta": {PV: STATELESS, CC: {}, CI: CLIENT_INFO}},
         }
         conn.request(
             "POST",
@@ -1317,13 +1319,13 @@ def test_cli_serves_http_until_sigterm() -> None:
             {
                 "Content-Type": "application/json",
                 "Accept": ACCEPT,
-                "MCP-Protocol-Version": MODERN,
+                "MCP-Protocol-Version": STATELESS,
                 "Mcp-Method": "tools/list",
             },
         )
         resp = conn.getresponse()
         assert resp.status == 200
-        check_server_message(MODERN, json.loads(resp.read()), {1: "tools/list"})
+        check_server_message(STATELESS, json.loads(resp.read()), {1: "tools/list"})
         conn.close()
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(DEADLINE) == 0
@@ -1355,7 +1357,7 @@ def test_mcp_param_values_are_decoded_as_the_spec_table_encodes_them(
 ) -> None:
     """(f) Value Encoding: the spec's examples, as received by the server: the header value
     (sentinel decoded) must equal the argument."""
-    mcp = Mcp(server, MODERN)
+    mcp = Mcp(server, STATELESS)
     message = mcp.body("tools/call", {"name": "headered", "arguments": {"region": value}})
     reply = mcp.post(message, extra=[("Mcp-Param-Region", encoded)])
     assert reply.status == 200, reply.body

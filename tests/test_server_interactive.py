@@ -1,6 +1,6 @@
-"""Interactive operations on the initialize-era versions: the same handler code sends
+"""Interactive operations on the session-era versions: the same handler code sends
 server-to-client requests through ``Peer.server_request`` (client-digest (a) server requests,
-(m); the seed's initialize-era bullet on server requests)."""
+(m); the seed's session-era bullet on server requests)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from snodo.protocol.errors import McpError
 from snodo.server import Context, Runtime
-from tests.support.server_support import LEGACY, Conn, example_runtime, validate
+from tests.support.server_support import SESSION_VERSIONS, Conn, example_runtime, validate
 
 ALL_CAPS: dict[str, Any] = {
     "elicitation": {"form": {}, "url": {}},
@@ -59,7 +59,7 @@ def conn_with(
     ), client
 
 
-@pytest.mark.parametrize("version", LEGACY)
+@pytest.mark.parametrize("version", SESSION_VERSIONS)
 def test_form_elicitation_is_a_server_request(version: str) -> None:
     conn, client = conn_with(
         version, {"elicitation/create": {"action": "accept", "content": {"approved": True}}}
@@ -72,7 +72,7 @@ def test_form_elicitation_is_a_server_request(version: str) -> None:
     assert params.get("mode") == (None if version == "2025-06-18" else "form")
 
 
-@pytest.mark.parametrize("version", LEGACY)
+@pytest.mark.parametrize("version", SESSION_VERSIONS)
 def test_request_input_sends_each_request_in_order(version: str) -> None:
     conn, client = conn_with(
         version,
@@ -86,7 +86,7 @@ def test_request_input_sends_each_request_in_order(version: str) -> None:
     assert [m for m, _ in client.seen] == ["elicitation/create", "sampling/createMessage"]
 
 
-@pytest.mark.parametrize("version", LEGACY)
+@pytest.mark.parametrize("version", SESSION_VERSIONS)
 def test_sampling_and_roots_are_server_requests(version: str) -> None:
     conn, client = conn_with(
         version,
@@ -178,7 +178,7 @@ def test_include_context_needs_sampling_context_only_from_2025_11_25() -> None:
     assert "sampling.context" in new.err("tools/call", {"name": "t"})["message"]
 
 
-@pytest.mark.parametrize("version", LEGACY)
+@pytest.mark.parametrize("version", SESSION_VERSIONS)
 @pytest.mark.parametrize(
     ("tool", "capability"),
     [("deploy", "elicitation"), ("summarize", "sampling"), ("roots", "roots")],
@@ -192,14 +192,14 @@ def test_capabilities_come_from_initialize_and_missing_ones_are_32602(
     assert client.seen == []
 
 
-@pytest.mark.parametrize("version", LEGACY)
+@pytest.mark.parametrize("version", SESSION_VERSIONS)
 def test_a_transport_without_server_requests_is_32603(version: str) -> None:
     conn = Conn(example_runtime(), version, caps={"elicitation": {}})
     error = conn.err("tools/call", {"name": "deploy"})
     assert error == {"code": -32603, "message": "This transport cannot send server requests"}
 
 
-@pytest.mark.parametrize("version", LEGACY)
+@pytest.mark.parametrize("version", SESSION_VERSIONS)
 def test_an_error_answer_from_the_client_fails_the_request(version: str) -> None:
     """server_request raises McpError for an error answer; it becomes the request's error."""
     conn, _ = conn_with(
@@ -209,7 +209,7 @@ def test_an_error_answer_from_the_client_fails_the_request(version: str) -> None
     assert error == {"code": -1, "message": "User rejected sampling request"}
 
 
-@pytest.mark.parametrize("version", LEGACY)
+@pytest.mark.parametrize("version", SESSION_VERSIONS)
 def test_invalid_answers_from_the_client_are_32602(version: str) -> None:
     conn, _ = conn_with(
         version, {"elicitation/create": {"action": "accept", "content": {"approved": "yes"}}}
@@ -218,8 +218,8 @@ def test_invalid_answers_from_the_client_are_32602(version: str) -> None:
     assert error["code"] == -32602 and "approved" in error["message"]
 
 
-@pytest.mark.parametrize("version", LEGACY)
-def test_retry_later_has_no_initialize_era_equivalent(version: str) -> None:
+@pytest.mark.parametrize("version", SESSION_VERSIONS)
+def test_retry_later_has_no_session_era_equivalent(version: str) -> None:
     def shed(arguments: dict[str, Any], ctx: Context) -> str:
         ctx.retry_later()
 
@@ -234,7 +234,7 @@ def test_retry_later_has_no_initialize_era_equivalent(version: str) -> None:
     )
 
 
-@pytest.mark.parametrize("version", LEGACY)
+@pytest.mark.parametrize("version", SESSION_VERSIONS)
 def test_server_request_params_are_copies(version: str) -> None:
     """A client mutating what it received cannot change the handler's own objects."""
     schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}}

@@ -9,10 +9,10 @@ import pytest
 from snodo.server import CacheHint, Peer, Runtime, ServerSession, dispatch
 from tests.support.server_support import (
     CC,
-    LEGACY,
-    MODERN,
     PV,
+    SESSION_VERSIONS,
     SI,
+    STATELESS,
     VERSIONS,
     Conn,
     check_response,
@@ -29,8 +29,8 @@ def tools_only(**kw: Any) -> Runtime:
     return rt
 
 
-def modern_message(
-    method: str, params: dict[str, Any] | None = None, version: str = MODERN
+def stateless_message(
+    method: str, params: dict[str, Any] | None = None, version: str = STATELESS
 ) -> dict[str, Any]:
     params = dict(params or {})
     params["_meta"] = {PV: version, CC: {}}
@@ -77,7 +77,7 @@ def test_discover_matches_the_spec_example_shape() -> None:
     rt = Runtime(
         "ExampleServer",
         "1.0.0",
-        versions=[MODERN],
+        versions=[STATELESS],
         cache_hints={"discover": CacheHint(3_600_000, "public")},
     )
     rt.add_tool("get_weather", lambda a, ctx: "sunny")
@@ -96,9 +96,9 @@ def test_discover_matches_the_spec_example_shape() -> None:
     }
 
 
-@pytest.mark.parametrize("version", LEGACY)
-def test_discover_is_not_a_method_on_initialize_era_sessions(version: str) -> None:
-    """(a) server/discover is not in the initialize-era catalogs: -32601 with data.method."""
+@pytest.mark.parametrize("version", SESSION_VERSIONS)
+def test_discover_is_not_a_method_on_session_era_sessions(version: str) -> None:
+    """(a) server/discover is not in the session-era catalogs: -32601 with data.method."""
     error = Conn(example_runtime(), version).err("server/discover")
     assert error["code"] == -32601
     assert error["data"]["method"] == "server/discover"
@@ -107,8 +107,8 @@ def test_discover_is_not_a_method_on_initialize_era_sessions(version: str) -> No
 # -- initialize ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("version", LEGACY)
-def test_initialize_echoes_an_enabled_initialize_era_version(version: str) -> None:
+@pytest.mark.parametrize("version", SESSION_VERSIONS)
+def test_initialize_echoes_an_enabled_session_era_version(version: str) -> None:
     """(d) 2: a supported requested version is echoed; result carries no 2026 fields."""
     conn = Conn(example_runtime(), version)
     assert conn.init_result is not None
@@ -135,10 +135,10 @@ def test_initialize_echoes_an_enabled_initialize_era_version(version: str) -> No
         (["2025-06-18", "2025-11-25"], "2099-01-01", "2025-11-25"),
     ],
 )
-def test_initialize_counter_offers_the_highest_enabled_initialize_era_version(
+def test_initialize_counter_offers_the_highest_enabled_session_era_version(
     versions: list[str], requested: str, offered: str
 ) -> None:
-    """(d) 2: otherwise the server answers with its latest initialize-era version (the client decides)."""
+    """(d) 2: otherwise the server answers with its latest session-era version (the client decides)."""
     rt = tools_only(versions=versions)
     peer = Peer("stdio", session=ServerSession())
     message = {
@@ -162,7 +162,7 @@ def test_initialize_counter_offers_the_highest_enabled_initialize_era_version(
 
 
 def test_initialize_shapes_server_info_for_each_version() -> None:
-    """Initialize-era results drop fields the version's schema does not define (2025-06-18 Implementation)."""
+    """Session-era results drop fields the version's schema does not define (2025-06-18 Implementation)."""
     icons = [{"src": "https://example.test/i.png", "mimeType": "image/png"}]
     rt = tools_only(title="T", description="about", icons=icons, website_url="https://example.test")
     old = Conn(rt, "2025-06-18").init_result
@@ -180,8 +180,8 @@ def test_initialize_shapes_server_info_for_each_version() -> None:
     assert defined_fields_only("2025-06-18", "InitializeResult", old) == []
     # The check itself can fail: the 2025-11-25 shape is not a valid 2025-06-18 shape.
     assert defined_fields_only("2025-06-18", "InitializeResult", new) != []
-    modern = Conn(rt).ok("server/discover")["_meta"][SI]
-    assert modern == new["serverInfo"]
+    stateless = Conn(rt).ok("server/discover")["_meta"][SI]
+    assert stateless == new["serverInfo"]
 
 
 @pytest.mark.parametrize(
@@ -232,7 +232,7 @@ def test_initialize_without_a_session_is_an_internal_error() -> None:
 
 
 def test_initialize_on_a_stateless_only_runtime_is_method_not_found() -> None:
-    """initialize only exists when the runtime enables an initialize-era version."""
+    """initialize only exists when the runtime enables an session-era version."""
     message = {
         "jsonrpc": "2.0",
         "id": 1,
@@ -243,7 +243,7 @@ def test_initialize_on_a_stateless_only_runtime_is_method_not_found() -> None:
             "clientInfo": {"name": "c", "version": "1"},
         },
     }
-    response = raw(tools_only(versions=[MODERN]), message)
+    response = raw(tools_only(versions=[STATELESS]), message)
     assert response is not None and response["error"]["code"] == -32601
 
 
@@ -257,8 +257,8 @@ def test_second_initialize_on_the_same_session_is_refused() -> None:
     assert conn.peer.session is not None and conn.peer.session.version == "2025-11-25"
 
 
-@pytest.mark.parametrize("version", LEGACY)
-def test_ping_answers_empty_on_initialize_era(version: str) -> None:
+@pytest.mark.parametrize("version", SESSION_VERSIONS)
+def test_ping_answers_empty_on_session_era(version: str) -> None:
     """(d) 9: ping -> {}."""
     assert Conn(tools_only(), version).ok("ping") == {}
 
@@ -269,7 +269,7 @@ def test_ping_does_not_exist_in_2026() -> None:
     assert error["code"] == -32601 and error["data"] == {"method": "ping"}
 
 
-@pytest.mark.parametrize("versions", [VERSIONS, LEGACY])
+@pytest.mark.parametrize("versions", [VERSIONS, SESSION_VERSIONS])
 def test_ping_before_initialize_is_answered(versions: tuple[str, ...]) -> None:
     """(d) 4: before initialize the client may only ping; a bare ping gets {}."""
     response = raw(tools_only(versions=versions), {"jsonrpc": "2.0", "id": 3, "method": "ping"})
@@ -290,27 +290,27 @@ def test_notifications_before_initialize_are_ignored() -> None:
 
 def test_unsupported_version_is_32022_with_supported_and_requested() -> None:
     """(c) UnsupportedProtocolVersionError: -32022, data {supported, requested}."""
-    response = raw(tools_only(), modern_message("tools/list", version="1900-01-01"))
+    response = raw(tools_only(), stateless_message("tools/list", version="1900-01-01"))
     assert response is not None
-    check_response(MODERN, "tools/list", response)
-    validate(MODERN, "UnsupportedProtocolVersionError", response)
+    check_response(STATELESS, "tools/list", response)
+    validate(STATELESS, "UnsupportedProtocolVersionError", response)
     assert response["error"]["code"] == -32022
     assert response["error"]["data"] == {"supported": list(VERSIONS), "requested": "1900-01-01"}
 
 
-def test_initialize_era_version_in_meta_is_32022_on_a_dual_runtime() -> None:
-    """A stateless request naming an initialize-era version cannot be served statelessly."""
-    response = raw(tools_only(), modern_message("tools/list", version="2025-11-25"))
+def test_session_era_version_in_meta_is_32022_on_a_dual_runtime() -> None:
+    """A stateless request naming an session-era version cannot be served statelessly."""
+    response = raw(tools_only(), stateless_message("tools/list", version="2025-11-25"))
     assert response is not None
     assert response["error"]["code"] == -32022
     assert response["error"]["data"]["requested"] == "2025-11-25"
 
 
 def test_32022_lists_only_the_runtime_s_enabled_versions() -> None:
-    rt = tools_only(versions=[MODERN])
-    response = raw(rt, modern_message("server/discover", version="2025-11-25"))
+    rt = tools_only(versions=[STATELESS])
+    response = raw(rt, stateless_message("server/discover", version="2025-11-25"))
     assert response is not None
-    assert response["error"]["data"] == {"supported": [MODERN], "requested": "2025-11-25"}
+    assert response["error"]["data"] == {"supported": [STATELESS], "requested": "2025-11-25"}
 
 
 @pytest.mark.parametrize(
@@ -321,9 +321,9 @@ def test_32022_lists_only_the_runtime_s_enabled_versions() -> None:
         {"_meta": {}},
         {"_meta": {CC: {}}},
         {"_meta": "2026-07-28"},
-        {"_meta": {PV: MODERN}},
-        {"_meta": {PV: MODERN, CC: []}},
-        {"_meta": {PV: MODERN, CC: None}},
+        {"_meta": {PV: STATELESS}},
+        {"_meta": {PV: STATELESS, CC: []}},
+        {"_meta": {PV: STATELESS, CC: None}},
         {"_meta": {PV: 2026, CC: {}}},
     ],
 )
@@ -334,7 +334,7 @@ def test_missing_or_malformed_required_meta_is_32602(params: dict[str, Any] | No
         message["params"] = params
     response = raw(tools_only(), message)
     assert response is not None
-    check_response(MODERN, "tools/list", response)
+    check_response(STATELESS, "tools/list", response)
     assert response["error"]["code"] == -32602
 
 
@@ -350,21 +350,21 @@ def test_malformed_client_info_and_log_level_are_32602() -> None:
     assert conn.ok("tools/list", meta={"io.modelcontextprotocol/logLevel": "warning"})["tools"]
 
 
-def test_legacy_only_runtime_answers_the_discover_probe_like_a_legacy_server() -> None:
-    """(c) a legacy-only server answers the stateless probe -32601, never -32022 (the client falls back)."""
-    rt = tools_only(versions=list(LEGACY))
-    response = raw(rt, modern_message("server/discover"))
+def test_a_session_era_only_runtime_answers_the_discover_probe_like_a_session_era_server() -> None:
+    """(c) a session-era-only server answers the stateless probe -32601, never -32022 (the client falls back)."""
+    rt = tools_only(versions=list(SESSION_VERSIONS))
+    response = raw(rt, stateless_message("server/discover"))
     assert response is not None
     assert response["error"]["code"] == -32601
     assert response["error"]["data"] == {"method": "server/discover"}
 
 
-def test_legacy_only_runtime_refuses_requests_before_initialize() -> None:
-    """A legacy-only runtime answers catalog methods before initialize with -32600 "not initialized"."""
-    rt = tools_only(versions=list(LEGACY))
+def test_a_session_era_only_runtime_refuses_requests_before_initialize() -> None:
+    """A session-era-only runtime answers catalog methods before initialize with -32600 "not initialized"."""
+    rt = tools_only(versions=list(SESSION_VERSIONS))
     for message in (
         {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
-        modern_message("tools/call", {"name": "echo"}),
+        stateless_message("tools/call", {"name": "echo"}),
     ):
         response = raw(rt, message)
         assert response is not None and response["error"]["code"] == -32600
@@ -376,16 +376,16 @@ def test_legacy_only_runtime_refuses_requests_before_initialize() -> None:
 def test_initialized_session_wins_over_meta_protocol_version() -> None:
     """Once initialize ran on the peer, its version serves every request, whatever _meta says."""
     conn = Conn(example_runtime(), "2025-11-25")
-    response = dispatch(conn.runtime, modern_message("server/discover"), conn.peer)
+    response = dispatch(conn.runtime, stateless_message("server/discover"), conn.peer)
     assert response is not None and response["error"]["code"] == -32601
-    response = dispatch(conn.runtime, modern_message("tools/list"), conn.peer)
+    response = dispatch(conn.runtime, stateless_message("tools/list"), conn.peer)
     assert response is not None
     assert "resultType" not in response["result"] and "ttlMs" not in response["result"]
 
 
 def test_a_stateless_request_on_a_session_peer_before_initialize_is_served_statelessly() -> None:
     """stdio peers carry a session; without initialize, _meta decides (dual-era server)."""
-    conn = Conn(example_runtime(), MODERN, kind="stdio")
+    conn = Conn(example_runtime(), STATELESS, kind="stdio")
     assert conn.ok("tools/list")["resultType"] == "complete"
     assert conn.peer.session is not None and conn.peer.session.version is None
 
@@ -424,7 +424,7 @@ def test_subscriptions_listen_is_not_served_without_a_subscription_source() -> N
     assert error["code"] == -32601
 
 
-@pytest.mark.parametrize("version", LEGACY)
+@pytest.mark.parametrize("version", SESSION_VERSIONS)
 @pytest.mark.parametrize(
     "method",
     [
@@ -436,10 +436,8 @@ def test_subscriptions_listen_is_not_served_without_a_subscription_source() -> N
         "x/y",
     ],
 )
-def test_methods_the_initialize_era_server_does_not_serve_are_32601(
-    version: str, method: str
-) -> None:
-    """(a) legacy catalogs; methods behind capabilities the server does not advertise -> -32601."""
+def test_methods_the_session_era_server_does_not_serve_are_32601(version: str, method: str) -> None:
+    """(a) session-era catalogs; methods behind capabilities the server does not advertise -> -32601."""
     error = Conn(example_runtime(), version).err(
         method, {"level": "info", "uri": "notes://welcome"}
     )
@@ -518,7 +516,7 @@ def test_malformed_envelopes_get_error_responses(message: Any, code: int, has_id
     """dispatch never raises for bad client input: it returns a JSON-RPC error."""
     response = raw(tools_only(), message)
     assert response is not None
-    check_response(MODERN, None, response)
+    check_response(STATELESS, None, response)
     assert response["error"]["code"] == code
     assert ("id" in response) is has_id
 
@@ -548,7 +546,7 @@ def test_responses_and_notifications_get_no_response(message: dict[str, Any]) ->
 def test_string_and_integer_ids_are_echoed() -> None:
     rt = tools_only()
     for rid in ("abc", 0, -5, 2**40):
-        message = modern_message("tools/list")
+        message = stateless_message("tools/list")
         message["id"] = rid
         response = raw(rt, message)
         assert response is not None and response["id"] == rid and "result" in response

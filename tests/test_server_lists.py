@@ -9,9 +9,9 @@ import pytest
 
 from snodo.server import CacheHint, Runtime
 from tests.support.server_support import (
-    LEGACY,
-    MODERN,
+    SESSION_VERSIONS,
     SI,
+    STATELESS,
     VERSIONS,
     Conn,
     check_response,
@@ -165,10 +165,10 @@ def test_each_cacheable_result_carries_its_own_hint() -> None:
         assert other["resultType"] == "complete"
 
 
-@pytest.mark.parametrize("version", LEGACY)
+@pytest.mark.parametrize("version", SESSION_VERSIONS)
 @pytest.mark.parametrize(("method", "key"), LISTS)
-def test_initialize_era_lists_carry_no_2026_fields(version: str, method: str, key: str) -> None:
-    """(a) legacy results have no ttlMs, cacheScope, resultType or serverInfo _meta."""
+def test_session_era_lists_carry_no_2026_fields(version: str, method: str, key: str) -> None:
+    """(a) session-era results have no ttlMs, cacheScope, resultType or serverInfo _meta."""
     result = Conn(big_runtime(cache_hints={"tools": CacheHint(9, "public")}), version).ok(method)
     assert set(result) == {key, "nextCursor"}
 
@@ -178,18 +178,20 @@ def test_initialize_era_lists_carry_no_2026_fields(version: str, method: str, ke
 
 @pytest.mark.parametrize(("method", "key"), LISTS)
 def test_2025_06_18_definitions_drop_icons(method: str, key: str) -> None:
-    """Initialize-era results drop fields the version's schema does not define (2025-06-18 has no icons)."""
+    """Session-era results drop fields the version's schema does not define (2025-06-18 has no icons)."""
     rt = big_runtime(n=1)
     old = Conn(rt, "2025-06-18").ok(method)[key][0]
     assert "icons" not in old
-    for version in ("2025-11-25", MODERN):
+    for version in ("2025-11-25", STATELESS):
         assert Conn(rt, version).ok(method)[key][0]["icons"] == ICONS
 
 
 def test_defined_fields_check_catches_extra_fields() -> None:
     """The schema helpers used on every response can fail: they reject what the schema rejects."""
     with pytest.raises(jsonschema.ValidationError):
-        check_response(MODERN, "tools/list", {"jsonrpc": "2.0", "id": 1, "result": {"tools": []}})
+        check_response(
+            STATELESS, "tools/list", {"jsonrpc": "2.0", "id": 1, "result": {"tools": []}}
+        )
     with pytest.raises(AssertionError):
         check_response(
             "2025-11-25",
@@ -264,7 +266,7 @@ def test_mutating_a_list_result_never_changes_the_runtime(
 def test_mutating_identity_and_capabilities_never_changes_the_runtime(version: str) -> None:
     rt = example_runtime()
     conn = Conn(rt, version)
-    if version == MODERN:
+    if version == STATELESS:
         first = conn.ok("server/discover")
         _mutate(first)
         second = conn.ok("server/discover")

@@ -3,7 +3,7 @@
 Reference (e) "stdio transport": UTF-8 JSON-RPC, one message per line; nothing but MCP messages
 on stdout; the client closes stdin to end the server. (d) the initialize lifecycle; (k) progress
 before the response and cancellation with ``notifications/cancelled``; (m) server-to-client
-requests on the initialize era, ``input_required`` on 2026-07-28.
+requests on the session era, ``input_required`` on 2026-07-28.
 
 Every test starts real server processes (``python -m snodo.server``, or the gevent runner in
 ``tests/servers/server_stdio_gevent.py``) and talks raw JSON lines to them through the small
@@ -33,9 +33,9 @@ from snodo.server.stdio_server import serve_stdio
 from tests.support.server_support import (
     CC,
     CI,
-    LEGACY,
-    MODERN,
     PV,
+    SESSION_VERSIONS,
+    STATELESS,
     VERSIONS,
     check_response,
     example_runtime,
@@ -225,7 +225,7 @@ class Client:
         self.version = version
         self.caps = CAPS if caps is None else caps
         self.methods: dict[int | str, str] = {}
-        if version == MODERN:
+        if version == STATELESS:
             discovered = self.ok("server/discover")
             assert set(VERSIONS) <= set(discovered["supportedVersions"])
         else:
@@ -247,7 +247,7 @@ class Client:
         rid = next(_ids)
         params = dict(params or {})
         full_meta = dict(meta or {})
-        if self.version == MODERN:
+        if self.version == STATELESS:
             full_meta.update({PV: self.version, CC: self.caps, CI: CLIENT_INFO})
         if full_meta and method != "initialize":
             params["_meta"] = full_meta
@@ -296,7 +296,7 @@ class Client:
         return note
 
     def server_request(self, method: str) -> Message:
-        """The next server-to-client request (initialize era), schema-checked."""
+        """The next server-to-client request (session era), schema-checked."""
         request = self.server.expect(lambda m: m.get("method") == method and "id" in m)
         validate(self.version, "JSONRPCRequest", request)
         assert isinstance(request["id"], str) and request["id"].startswith("srv-"), request
@@ -352,7 +352,7 @@ def servers() -> Iterator[Callable[..., Server]]:
 
 
 all_versions = pytest.mark.parametrize("version", VERSIONS)
-legacy_versions = pytest.mark.parametrize("version", LEGACY)
+session_versions = pytest.mark.parametrize("version", SESSION_VERSIONS)
 both_modes = pytest.mark.parametrize("mode", MODES)
 
 
@@ -402,11 +402,11 @@ def test_progress_arrives_before_the_response(
 @all_versions
 def test_interactive_tool(servers: Callable[..., Server], version: str, mode: str) -> None:
     """(m)/(h): 2026-07-28 answers input_required and completes on the retry with
-    inputResponses; the initialize era sends elicitation/create on stdout, the client answers
+    inputResponses; the session era sends elicitation/create on stdout, the client answers
     it, and the tool's result follows."""
     server = servers(EXAMPLE, mode=mode)
     client = Client(server, version)
-    if version == MODERN:
+    if version == STATELESS:
         first = client.result(client.call("deploy", {"env": "prod"}))
         assert first["resultType"] == "input_required"
         (key, embedded), *_ = first["inputRequests"].items()
@@ -438,7 +438,7 @@ def test_interactive_tool(servers: Callable[..., Server], version: str, mode: st
     assert server.finish()[0] == 0
 
 
-@legacy_versions
+@session_versions
 def test_sampling_and_roots_requests(servers: Callable[..., Server], version: str) -> None:
     """(m): sampling/createMessage and roots/list go out as server requests with fresh string
     ids, and their answers reach the tools."""
@@ -472,7 +472,7 @@ def test_sampling_and_roots_requests(servers: Callable[..., Server], version: st
     assert text_of(client.result(summarize)) == "short"
 
 
-@legacy_versions
+@session_versions
 def test_an_error_answer_fails_the_tool(servers: Callable[..., Server], version: str) -> None:
     """An error response to elicitation/create becomes the tool call's error (McpError.from_wire)."""
     server = servers(EXAMPLE)
@@ -486,7 +486,7 @@ def test_an_error_answer_fails_the_tool(servers: Callable[..., Server], version:
     assert (error["code"], error["message"]) == (-32601, "no forms here")
 
 
-@legacy_versions
+@session_versions
 def test_a_malformed_answer_fails_the_tool(servers: Callable[..., Server], version: str) -> None:
     """A response to a server request that is neither result nor error fails the waiting tool
     (-32603) instead of being answered back."""
@@ -502,7 +502,7 @@ def test_a_malformed_answer_fails_the_tool(servers: Callable[..., Server], versi
     assert server.rest() == []
 
 
-@legacy_versions
+@session_versions
 def test_an_unanswered_server_request_times_out(
     servers: Callable[..., Server], version: str
 ) -> None:
@@ -523,7 +523,7 @@ def test_an_unanswered_server_request_times_out(
     assert ask["id"] in server.stderr()
 
 
-@legacy_versions
+@session_versions
 def test_end_of_stdin_fails_a_waiting_server_request(
     servers: Callable[..., Server], version: str
 ) -> None:
@@ -582,7 +582,7 @@ def test_cancelled_request_stops_and_is_not_answered(
     assert f"gate {rid} saw cancel" in server.stderr()
 
 
-@legacy_versions
+@session_versions
 def test_cancelling_a_request_cancels_its_server_request(
     servers: Callable[..., Server], version: str
 ) -> None:
@@ -699,7 +699,7 @@ def test_oversized_line_is_refused_and_serving_goes_on(
             "method": "tools/call",
             "params": {"name": "echo", "arguments": {"text": ""}},
         }
-        if version == MODERN:
+        if version == STATELESS:
             message["params"]["_meta"] = {PV: version, CC: CAPS, CI: CLIENT_INFO}
         client.methods[rid] = "tools/call"
         bare = len(json.dumps(message).encode())
@@ -735,7 +735,7 @@ def test_blank_lines_bom_and_crlf_are_tolerated(
     rid = next(_ids)
     client.methods[rid] = "tools/list"
     params: dict[str, Any] = {}
-    if version == MODERN:
+    if version == STATELESS:
         params["_meta"] = {PV: version, CC: CAPS, CI: CLIENT_INFO}
     line = json.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/list", "params": params})
     data = b"\n\r\n   \n\xef\xbb\xbf" + line.encode() + b"\r\n"
@@ -806,7 +806,7 @@ def test_end_of_stdin_waits_for_running_requests(
 def test_end_of_stdin_does_not_wait_forever(servers: Callable[..., Server]) -> None:
     """The wait for running requests after stdin ends is bounded (--shutdown-grace)."""
     server = servers(TOOLS, "--shutdown-grace", "0.2")
-    client = Client(server, MODERN)
+    client = Client(server, STATELESS)
     client.call("gate", meta={"progressToken": "stuck"})
     client.progress("stuck")
     code, took = server.finish()
@@ -819,7 +819,7 @@ def test_sigterm_ends_the_server_promptly(servers: Callable[..., Server]) -> Non
     """(d)8 shutdown: SIGTERM (the client's next step after closing stdin) ends the server at
     once, even with a request running."""
     server = servers(TOOLS)
-    client = Client(server, LEGACY[0])
+    client = Client(server, SESSION_VERSIONS[0])
     client.call("gate", meta={"progressToken": "t"})
     client.progress("t")
     start = time.monotonic()
@@ -835,7 +835,7 @@ def test_serve_stdio_on_given_streams(version: str) -> None:
     rid = next(_ids)
     params: dict[str, Any] = {"name": "echo", "arguments": {"text": "in process"}}
     lines = []
-    if version == MODERN:
+    if version == STATELESS:
         params["_meta"] = {PV: version, CC: CAPS, CI: CLIENT_INFO}
     else:
         init = {"protocolVersion": version, "capabilities": CAPS, "clientInfo": CLIENT_INFO}
@@ -889,6 +889,6 @@ def test_usage_errors_exit_2(servers: Callable[..., Server], options: tuple[str,
 def test_a_factory_target_is_called(servers: Callable[..., Server]) -> None:
     """ATTR may be a zero-argument callable returning the Runtime (examples' build)."""
     server = servers("examples.example_runtime:build")
-    client = Client(server, MODERN)
+    client = Client(server, STATELESS)
     assert client.ok("tools/list")["tools"]
     assert server.finish()[0] == 0

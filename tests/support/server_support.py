@@ -5,7 +5,7 @@ the JSON-RPC envelope (``JSONRPCResultResponse``/``JSONRPCErrorResponse``, or 20
 ``JSONRPCResponse``/``JSONRPCError``), then the result against the definition its method
 returns (``CallToolResult``, ``InputRequiredResult``, ...). The schemas allow extra fields,
 so the helpers also check that results carry only fields the version's definitions name
-(``defined_fields_only``), which is how "initialize-era results drop fields their schema does
+(``defined_fields_only``), which is how "session-era results drop fields their schema does
 not define" is tested.
 """
 
@@ -31,9 +31,9 @@ ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_DIR = ROOT / "tests" / "data" / "schema"
 EXAMPLES_DIR = SCHEMA_DIR / "2026-07-28" / "examples"
 
-MODERN = "2026-07-28"
-LEGACY = ("2025-11-25", "2025-06-18")
-VERSIONS = (MODERN, *LEGACY)
+STATELESS = "2026-07-28"
+SESSION_VERSIONS = ("2025-11-25", "2025-06-18")
+VERSIONS = (STATELESS, *SESSION_VERSIONS)
 
 PV = "io.modelcontextprotocol/protocolVersion"
 CC = "io.modelcontextprotocol/clientCapabilities"
@@ -141,24 +141,24 @@ def _undefined(version: str, node: Any, value: Any, path: str) -> list[str]:
 
 def check_response(version: str, method: str | None, response: dict[str, Any]) -> None:
     """Validate a JSON-RPC response for ``method`` against ``version``'s schema."""
-    legacy_06 = version == "2025-06-18"
+    is_2025_06_18 = version == "2025-06-18"
     if "error" in response:
-        validate(version, "JSONRPCError" if legacy_06 else "JSONRPCErrorResponse", response)
+        validate(version, "JSONRPCError" if is_2025_06_18 else "JSONRPCErrorResponse", response)
         code = response["error"]["code"]
-        if version == MODERN and code in ERROR_DEFS:
+        if version == STATELESS and code in ERROR_DEFS:
             validate(version, ERROR_DEFS[code], response)
         return
-    validate(version, "JSONRPCResponse" if legacy_06 else "JSONRPCResultResponse", response)
+    validate(version, "JSONRPCResponse" if is_2025_06_18 else "JSONRPCResultResponse", response)
     result = response["result"]
     if method is None or method not in RESULT_DEFS:
         return
     name = RESULT_DEFS[method]
-    if version == MODERN and result.get("resultType") == "input_required":
+    if version == STATELESS and result.get("resultType") == "input_required":
         name = "InputRequiredResult"
         assert "ttlMs" not in result and "cacheScope" not in result, (
             "input_required is not cacheable"
         )
-    if version == MODERN and method == "ping":
+    if version == STATELESS and method == "ping":
         return
     validate(version, name, result)
     extra = defined_fields_only(version, name, result)
@@ -193,14 +193,14 @@ _ids = itertools.count(1)
 class Conn:
     """One client connection served by ``dispatch``, speaking ``version``.
 
-    Initialize-era versions run ``initialize`` + ``notifications/initialized`` on creation.
+    Session-era versions run ``initialize`` + ``notifications/initialized`` on creation.
     Every response is schema-checked; ``ok`` returns the result, ``err`` the error object.
     """
 
     def __init__(
         self,
         runtime: Runtime,
-        version: str = MODERN,
+        version: str = STATELESS,
         *,
         caps: dict[str, Any] | None = None,
         client_info: dict[str, Any] | None = None,
@@ -214,7 +214,7 @@ class Conn:
         self.client_info = client_info or {"name": "test-client", "version": "1.0.0"}
         self.peer = Peer(kind, session=ServerSession(), server_request=server_request)
         self.init_result: dict[str, Any] | None = None
-        if version != MODERN and initialize:
+        if version != STATELESS and initialize:
             self.init_result = self.ok(
                 "initialize",
                 {
@@ -227,7 +227,7 @@ class Conn:
             assert self.notify("notifications/initialized") is None
 
     def meta(self, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-        if self.version != MODERN:
+        if self.version != STATELESS:
             return dict(extra or {})
         meta: dict[str, Any] = {PV: self.version, CC: self.caps, CI: self.client_info}
         meta.update(extra or {})
