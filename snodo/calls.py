@@ -9,7 +9,8 @@ method, the params and the call's :class:`~snodo.options.CallOptions`; ``run`` r
 
 1. merges the call's options with the client's into the transport's ``RequestOptions``;
 2. sends the request: a fresh id, the params and ``_meta`` from ``protocol.meta``, the message
-   from ``protocol.jsonrpc.request``; the progress token is the request id;
+   from ``protocol.jsonrpc.request``; the progress token is the request id
+   (``protocol.exchange.progress_token``, the rule the transports route progress by);
 3. reads the answer (``protocol.results.interpret``); a -32022 naming the connection's version
    sends it once more as it was (``protocol.negotiation``);
 4. drives the input rounds (``protocol.inputs.next_round``): runs the input handlers of a round
@@ -38,6 +39,7 @@ from snodo.options import NO_CALL_OPTIONS, CallOptions, ClientOptions, ProgressT
 from snodo.protocol import caching, errors, inputs, jsonrpc, negotiation, results
 from snodo.protocol.dialects import Dialect
 from snodo.protocol.errors import HandlerError, McpError
+from snodo.protocol.exchange import progress_token
 from snodo.protocol.inputs import Done, InputTask
 from snodo.protocol.meta import build_params
 from snodo.protocol.results import InputRequired
@@ -181,7 +183,7 @@ class CallPipeline:
                     client_capabilities=client.client_capabilities,
                     meta=call.meta,
                     trace=trace,
-                    progress_token=request_id if progress else None,
+                    progress_token=progress_token(request_id) if progress else None,
                     input_responses=responses,
                     request_state=request_state,
                 ),
