@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from snodo.server.stdio_server import (
     DEFAULT_MAX_CONCURRENCY,
@@ -23,25 +24,32 @@ from snodo.server.stdio_server import (
     run,
 )
 
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+__all__ = ["main"]
 
 
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not 0 <= value < float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
-    return value
+def _number(
+    parse: Callable[[str], float], what: str, low: float, high: float = float("inf")
+) -> Callable[[str], Any]:
+    """An argparse type: ``parse(text)``, refused unless ``low <= value`` (and ``< inf``,
+    ``<= high`` for a finite ``high``)."""
+
+    def convert(text: str) -> Any:
+        try:
+            value = parse(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not {what}: {text!r}") from None
+        if not low <= value <= high or value == float("inf"):
+            bound = f"{low:g}..{high:g}" if high != float("inf") else f">= {low:g}"
+            raise argparse.ArgumentTypeError(f"must be {bound}, got {text}")
+        return value
+
+    return convert
+
+
+_positive_int = _number(int, "an integer", 1)
+_seconds = _number(float, "a number of seconds", 0)
+_milliseconds = _number(int, "a number of milliseconds", 0)
+_port = _number(int, "a port number", 0, 65535)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -103,26 +111,6 @@ def _parser() -> argparse.ArgumentParser:
         "'retry: N' in their priming event and close at once (SSE polling)",
     )
     return parser
-
-
-def _milliseconds(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of milliseconds: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
-    return value
-
-
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"must be 0..65535, got {value}")
-    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:

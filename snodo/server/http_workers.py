@@ -34,7 +34,7 @@ from snodo.server.jobs import (
     JobTable,
     RequestId,
     ServerRequests,
-    cancelled_error,
+    notification_bytes,
 )
 from snodo.server.runtime import Runtime
 from snodo.server.wsgi import Bridge, Request
@@ -246,16 +246,8 @@ class Workers:
 
     def _notification(self, job: HttpJob, method: str, params: dict[str, Any]) -> None:
         """Progress or a log message about ``job``, on its response stream."""
-        if job.cancelled:
-            raise cancelled_error()  # the Context stops reporting (and marks itself cancelled)
-        try:
-            payload = jsonrpc.encode(jsonrpc.notification(method, params))
-        except (TypeError, ValueError):
-            _log.warning(
-                "dropped a notification that is not JSON", method=method, params=repr(params)
-            )
-            return
-        if not self._streams.push(job.stream, payload):
+        payload = notification_bytes(job, method, params, jsonrpc.encode)
+        if payload is not None and not self._streams.push(job.stream, payload):
             raise connection_error("Connection closed: the response stream has ended")
 
     def _send(self, job: HttpJob, message: dict[str, Any]) -> None:

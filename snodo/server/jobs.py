@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from snodo._log import get_logger
 from snodo.protocol import jsonrpc
 from snodo.protocol.errors import (
     CONNECTION_CLOSED,
@@ -45,9 +46,12 @@ __all__ = [
     "RequestId",
     "ServerRequests",
     "cancelled_error",
+    "notification_bytes",
 ]
 
 RequestId = str | int
+
+_log = get_logger("snodo.server.jobs")
 
 
 class Cancellable(Protocol):
@@ -59,6 +63,21 @@ class Cancellable(Protocol):
 def cancelled_error() -> McpError:
     """What a cancelled request's pending work fails with (its progress, its server requests)."""
     return McpError(CONNECTION_CLOSED, "Request cancelled by the client", kind="transport")
+
+
+def notification_bytes(
+    job: Job | None, method: str, params: dict[str, Any], encode: Callable[[Any], bytes]
+) -> bytes | None:
+    """A notification about ``job``'s request (progress, a log message), encoded; ``None``
+    (logged and dropped) when its params are not JSON. Raises :func:`cancelled_error` once the
+    job was cancelled: the Context stops reporting and marks itself cancelled."""
+    if job is not None and job.cancelled:
+        raise cancelled_error()
+    try:
+        return encode(jsonrpc.notification(method, params))
+    except (TypeError, ValueError):
+        _log.warning("dropped a notification that is not JSON", method=method, params=repr(params))
+        return None
 
 
 @dataclass(eq=False)

@@ -60,7 +60,7 @@ from snodo.protocol.errors import INTERNAL_ERROR, PARSE_ERROR, McpError, connect
 from snodo.protocol.framing import LineFramer, Oversized
 from snodo.server.context import Peer, RequestId, ServerSession
 from snodo.server.dispatch import dispatch
-from snodo.server.jobs import Inflight, Job, JobTable, ServerRequests, cancelled_error
+from snodo.server.jobs import Inflight, Job, JobTable, ServerRequests, notification_bytes
 from snodo.server.runtime import Runtime
 from snodo.server.stdio_io import Writer, reader, std_streams
 from snodo.server.subscriptions import (
@@ -356,17 +356,8 @@ class _Server:
 
     def _notify(self, method: str, params: dict[str, Any]) -> None:
         """Progress or a log message about the current request, on stdout."""
-        job = self._table.current()
-        if job is not None and job.cancelled:
-            raise cancelled_error()  # the Context stops reporting (and marks itself cancelled)
-        try:
-            data = jsonrpc.encode_line(jsonrpc.notification(method, params))
-        except (TypeError, ValueError):
-            _log.warning(
-                "dropped a notification that is not JSON", method=method, params=repr(params)
-            )
-            return
-        if not self._out.write(data):
+        data = notification_bytes(self._table.current(), method, params, jsonrpc.encode_line)
+        if data is not None and not self._out.write(data):
             raise connection_error("Connection closed: stdout is closed")
 
     def _server_request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
