@@ -5,7 +5,7 @@ socket pair, with snodo's stdio server loop serving the far end on a thread.
 
 Any class works as a transport when it has a ``connect(init_arg, options)`` class method that
 returns an object with ``request(message, options)`` and ``close()`` (``snodo.Transport``).
-This one also has ``notify`` (so initialize-era sessions can open), and it honours the options
+This one also has ``notify`` (so session-era connections can open), and it honours the options
 the client passes: ``on_progress`` (progress reports of the request), ``on_server_request``
 (requests the server sends while a call is in flight) and ``timeout``.
 

@@ -25,13 +25,13 @@ from tests.support.client_calls import check_calls, check_errors
 from tests.support.pipe_transport import PipeTransport
 
 LATEST = "2026-07-28"
-LEGACY = ["2025-11-25", "2025-06-18"]
+SESSION_ERA = ["2025-11-25", "2025-06-18"]
 
 CASES = [
     pytest.param(LATEST, LATEST, id="2026-pinned"),
     pytest.param(None, LATEST, id="negotiated"),
-    *[pytest.param(v, v, id=f"{v}-pinned") for v in LEGACY],
-    *[pytest.param([LATEST, v], v, id=f"{v}-fallback") for v in LEGACY],
+    *[pytest.param(v, v, id=f"{v}-pinned") for v in SESSION_ERA],
+    *[pytest.param([LATEST, v], v, id=f"{v}-fallback") for v in SESSION_ERA],
 ]
 
 
@@ -107,7 +107,9 @@ def test_a_custom_transport_passes_the_call_checks(protocol: Any, version: str) 
     works like a built-in connection on every version, pinned, negotiated or by fallback."""
     CountingPipe.opened = []
     # the fallback: a runtime that refuses the probe, so the transport is reopened
-    rt = client_runtime.build(versions=LEGACY if isinstance(protocol, list) else SUPPORTED_VERSIONS)
+    rt = client_runtime.build(
+        versions=SESSION_ERA if isinstance(protocol, list) else SUPPORTED_VERSIONS
+    )
     with snodo.connect((CountingPipe, rt), protocol=protocol) as client:
         assert client.version == version
         check_calls(client)
@@ -122,7 +124,7 @@ def test_a_custom_transport_passes_the_call_checks(protocol: Any, version: str) 
 
 @pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
 def test_progress_and_input_handlers_through_a_custom_transport(version: str) -> None:
-    """on_progress delivers progress; on_server_request (initialize era) and the input loop
+    """on_progress delivers progress; on_server_request (session era) and the input loop
     (2026-07-28) answer the deploy tool's elicitation through the handlers."""
     rt = client_runtime.build()
     seen: list[dict[str, Any]] = []
@@ -145,7 +147,7 @@ def test_a_transport_that_ignores_progress_delivers_none(runtime: Any) -> None:
 
 
 def test_without_notify_only_2026_connections_open(runtime: Any) -> None:
-    """notify is optional: without it 2026-07-28 opens, an initialize-era session is -32602."""
+    """notify is optional: without it 2026-07-28 opens, a session-era session is -32602."""
     transport = RequestOnly(runtime)
     try:
         assert not supports_notify(transport)
@@ -157,7 +159,7 @@ def test_without_notify_only_2026_connections_open(runtime: Any) -> None:
         assert client.version == LATEST
         check_calls(client)
     for protocol in ("2025-11-25", ["2026-07-28", "2025-06-18"]):
-        legacy_only = client_runtime.build(versions=LEGACY)
+        legacy_only = client_runtime.build(versions=SESSION_ERA)
         with pytest.raises(snodo.McpError) as caught:
             snodo.connect((RequestOnly, legacy_only), protocol=protocol)
         assert caught.value.code == -32602

@@ -3,7 +3,7 @@ tests/support/client_runtime.py's Runtime, behind a recording ``TeeProxy``) and,
 or a scripted answer are needed, against the raw-socket fault server.
 
 Rules: the reference's "Protocol versions" (probe with server/discover, fall back to
-initialize on any other answer, pins), "Calls", "Progress", the initialize-era bullets (session
+initialize on any other answer, pins), "Calls", "Progress", the session-era bullets (session
 id and protocol version on every later request, notifications/initialized answered 202, server
 requests answered on their own POST in the calling thread, DELETE on close, an expired session
 reported as the server's error) and "Transport behavior • HTTP" (headers from the dialect's
@@ -33,7 +33,7 @@ from tests.support.http_fault_server import (
     ALL_VERSIONS,
     ELICIT_FORM,
     LATEST,
-    LEGACY,
+    SESSION_ERA,
     Exchange,
     FaultServer,
     McpResponder,
@@ -160,19 +160,19 @@ def text_of(got: Any) -> str:
 CASES = [
     pytest.param(LATEST, "pinned", id="2026-07-28-pinned"),
     pytest.param(LATEST, "negotiated", id="2026-07-28-negotiated"),
-    *[pytest.param(v, "pinned", id=f"{v}-pinned") for v in LEGACY],
-    *[pytest.param(v, "negotiated", id=f"{v}-negotiated") for v in LEGACY],
+    *[pytest.param(v, "pinned", id=f"{v}-pinned") for v in SESSION_ERA],
+    *[pytest.param(v, "negotiated", id=f"{v}-negotiated") for v in SESSION_ERA],
 ]
 
 
 @pytest.mark.parametrize(("version", "how"), CASES)
 def test_every_call_kind_works_over_http(version: str, how: str) -> None:
     """Calls over HTTP on each version, pinned or negotiated (2026-07-28 through the probe; an
-    initialize-era version through the probe's fallback against a server without 2026-07-28):
+    session-era version through the probe's fallback against a server without 2026-07-28):
     every list, tools (text, structured, tool error, JSON-RPC error), resources, templates,
-    prompts, completion; discover on 2026-07-28, ping on the initialize era. Every message
+    prompts, completion; discover on 2026-07-28, ping on the session era. Every message
     the client sent validates against the version's schema."""
-    versions = ALL if version == LATEST else LEGACY
+    versions = ALL if version == LATEST else SESSION_ERA
     protocol: Any = (
         version if how == "pinned" else (None if version != "2025-06-18" else [LATEST, version])
     )
@@ -252,22 +252,22 @@ def test_a_stateless_pin_sends_nothing_at_connect(fake: FaultServer) -> None:
     assert fake.rpc_methods() == ["tools/call"]
 
 
-@pytest.mark.parametrize("legacy", LEGACY)
-def test_an_initialize_era_pin_sends_initialize_at_once(fake: FaultServer, legacy: str) -> None:
-    """An initialize-era pin sends initialize at once (no probe), without MCP headers, then
+@pytest.mark.parametrize("version", SESSION_ERA)
+def test_a_session_era_pin_sends_initialize_at_once(fake: FaultServer, version: str) -> None:
+    """A session-era pin sends initialize at once (no probe), without MCP headers, then
     notifications/initialized (POSTed, answered 202)."""
-    with http(fake.url, protocol=legacy, client_info={"name": "t", "version": "1"}) as client:
-        assert client.version == legacy
+    with http(fake.url, protocol=version, client_info={"name": "t", "version": "1"}) as client:
+        assert client.version == version
     init, initialized, *_ = fake.received()
     assert init.rpc == "initialize"
-    assert init.message["params"]["protocolVersion"] == legacy
+    assert init.message["params"]["protocolVersion"] == version
     assert init.message["params"]["clientInfo"] == {"name": "t", "version": "1"}
     assert not {"mcp-protocol-version", "mcp-method", "mcp-name", "mcp-session-id"} & (
         init.header_names()
     )
     assert initialized.rpc == "notifications/initialized" and initialized.kind == "notification"
-    assert initialized.header("MCP-Protocol-Version") == legacy
-    check_wire(fake.received(), legacy)
+    assert initialized.header("MCP-Protocol-Version") == version
+    check_wire(fake.received(), version)
 
 
 def _answer(kind: str) -> Any:
@@ -280,7 +280,7 @@ def _answer(kind: str) -> Any:
         elif kind == "200-method-not-found":
             ex.json(error(rid, -32601, "Method not found"))
         elif kind == "400-unsupported-version":
-            ex.json(error(rid, -32022, "Unsupported", {"supported": list(LEGACY)}), status=400)
+            ex.json(error(rid, -32022, "Unsupported", {"supported": list(SESSION_ERA)}), status=400)
         elif kind == "400-not-initialized":
             ex.json(error(None, -32600, "Bad Request: Server not initialized"), status=400)
         elif kind == "400-not-json":
@@ -321,8 +321,8 @@ def test_any_answer_but_a_discovery_result_falls_back_to_initialize(answer: str)
     """Negotiation over HTTP as on stdio: any answer to the probe but a result with
     supportedVersions (whatever the status, error code or shape) and a timeout
     (probe_timeout) mean the server does not speak a stateless version: the client reopens the
-    transport and sends initialize with the highest allowed initialize-era version."""
-    with fault_server(McpResponder(LEGACY, session_id="s-1")) as fake:
+    transport and sends initialize with the highest allowed session-era version."""
+    with fault_server(McpResponder(SESSION_ERA, session_id="s-1")) as fake:
         fake.responder.discover_answer = _answer(answer)
         started = time.monotonic()
         with http(fake.url, probe_timeout=0.5) as client:
@@ -345,9 +345,9 @@ def test_any_answer_but_a_discovery_result_falls_back_to_initialize(answer: str)
 
 def test_a_client_that_fell_back_sends_the_standard_headers_on_every_post() -> None:
     """A client that also speaks 2026-07-28 announces SEP-2243's Mcp-Method (and Mcp-Name) on
-    every POST after a fallback too, initialize included; a client pinned to an initialize-era
+    every POST after a fallback too, initialize included; a client pinned to a session-era
     version sends neither (test_the_session_id_goes_on_every_later_request)."""
-    with fault_server(McpResponder(LEGACY, session_id="s-1")) as fake:
+    with fault_server(McpResponder(SESSION_ERA, session_id="s-1")) as fake:
         fake.responder.discover_answer = _answer("404-method-not-found")
         with http(fake.url) as client:
             assert client.version == "2025-11-25"
@@ -371,7 +371,7 @@ def test_a_client_that_fell_back_sends_the_standard_headers_on_every_post() -> N
 
 def test_the_probe_picks_the_highest_allowed_version_the_server_lists(fake: FaultServer) -> None:
     """A result with supportedVersions is a 2026-07-28 server's answer; the highest allowed
-    version it lists wins (here an initialize-era one, which is then initialized)."""
+    version it lists wins (here a session-era one, which is then initialized)."""
     fake.once(
         "server/discover",
         lambda r, ex: ex.json(
@@ -741,7 +741,7 @@ def test_transport_owned_headers_cannot_be_set(fake: FaultServer, name: str) -> 
 def test_user_headers_go_on_every_request(fake: FaultServer) -> None:
     """headers= (a token the application already holds included) go on every request of the
     connection: the probe, initialize, notifications/initialized, calls and the DELETE."""
-    fake.responder.versions = list(LEGACY)
+    fake.responder.versions = list(SESSION_ERA)
     fake.responder.session_id = "s-h"
     headers = {"x-api": "k", "Authorization": "Bearer held-token"}
     with http(fake.url, headers=headers) as client:
@@ -759,17 +759,17 @@ def test_user_headers_go_on_every_request(fake: FaultServer) -> None:
         assert request.header_values("Authorization") == ["Bearer held-token"]
 
 
-# -- The initialize era over HTTP ----------------------------------------------------------
+# -- The session era over HTTP ----------------------------------------------------------
 
 
-@pytest.mark.parametrize("legacy", LEGACY)
-def test_the_session_id_goes_on_every_later_request(legacy: str) -> None:
-    """Initialize era: the Mcp-Session-Id the server issued is captured (transport and
+@pytest.mark.parametrize("version", SESSION_ERA)
+def test_the_session_id_goes_on_every_later_request(version: str) -> None:
+    """Session era: the Mcp-Session-Id the server issued is captured (transport and
     Session), and every later request — notifications/initialized, calls, answers, the
     DELETE on close — carries it with MCP-Protocol-Version; initialize itself carries
     neither, and no request carries Mcp-Method or Mcp-Name."""
     with fault_server(McpResponder(session_id="sess-abc")) as fake:
-        with http(fake.url, protocol=legacy) as client:
+        with http(fake.url, protocol=version) as client:
             assert client.transport.session_id == "sess-abc"  # type: ignore[attr-defined]
             client.list_tools()
             client.call_tool("echo", {"text": "x"})
@@ -790,31 +790,31 @@ def test_the_session_id_goes_on_every_later_request(legacy: str) -> None:
                 assert {"application/json", "text/event-stream"} <= set(accepted)
                 assert request.header("Accept-Encoding") == "identity"
             assert request.header_values("Mcp-Session-Id") == ["sess-abc"]
-            assert request.header("MCP-Protocol-Version") == legacy
+            assert request.header("MCP-Protocol-Version") == version
             assert not {"mcp-method", "mcp-name"} & request.header_names()
-        check_wire(fake.received(), legacy)
+        check_wire(fake.received(), version)
 
 
-@pytest.mark.parametrize("legacy", LEGACY)
-def test_the_session_carries_the_issued_session_id(legacy: str) -> None:
-    """Initialize era: the client's session is a Session with the negotiated version, the
+@pytest.mark.parametrize("version", SESSION_ERA)
+def test_the_session_carries_the_issued_session_id(version: str) -> None:
+    """Session era: the client's session is a Session with the negotiated version, the
     Mcp-Session-Id the server issued, and the serverInfo and capabilities of the result."""
     with fault_server(McpResponder(session_id="sess-xyz")) as fake:
-        with http(fake.url, protocol=legacy) as client:
+        with http(fake.url, protocol=version) as client:
             session = client.session
             assert isinstance(session, snodo.Session)
-            assert session.version == legacy
+            assert session.version == version
             assert session.server_info == {"name": "fault-server", "version": "1.0.0"}
             assert session.capabilities == {"tools": {}}
             assert session.session_id == "sess-xyz"
 
 
-@pytest.mark.parametrize("legacy", LEGACY)
-def test_our_server_sessions_over_http(legacy: str) -> None:
+@pytest.mark.parametrize("version", SESSION_ERA)
+def test_our_server_sessions_over_http(version: str) -> None:
     """Against snodo's server: the session id it issues is echoed on every later request and
     ended with DELETE on close (the server no longer has it)."""
     with served() as own:
-        with http(own.url, protocol=legacy) as client:
+        with http(own.url, protocol=version) as client:
             sid = client.transport.session_id  # type: ignore[attr-defined]
             assert sid and own.server.session_ids == [sid]
             client.call_tool("echo", {"text": "x"})
@@ -827,11 +827,11 @@ def test_our_server_sessions_over_http(legacy: str) -> None:
             "DELETE",
         ]
         assert all(r.header("Mcp-Session-Id") == sid for r in requests[1:])
-        check_wire(requests, legacy)
+        check_wire(requests, version)
 
 
-@pytest.mark.parametrize("legacy", LEGACY)
-def test_server_requests_on_the_stream_are_answered_in_the_calling_thread(legacy: str) -> None:
+@pytest.mark.parametrize("version", SESSION_ERA)
+def test_server_requests_on_the_stream_are_answered_in_the_calling_thread(version: str) -> None:
     """A server request (elicitation/create, sampling/createMessage, roots/list) arrives on the
     event stream of the request in flight; the input handler runs in the calling thread and
     the answer goes back as its own POST, with the session headers, before the call returns."""
@@ -850,7 +850,7 @@ def test_server_requests_on_the_stream_are_answered_in_the_calling_thread(legacy
         "roots": record("roots", rooter),
     }
     with served() as own:
-        with http(own.url, protocol=legacy, input_handlers=handlers) as client:
+        with http(own.url, protocol=version, input_handlers=handlers) as client:
             deployed = client.call_tool("deploy", {})
             assert deployed["structuredContent"] == {
                 "action": "accept",
@@ -869,9 +869,9 @@ def test_server_requests_on_the_stream_are_answered_in_the_calling_thread(legacy
             answers, ["elicitation/create", "sampling/createMessage", "roots/list"], strict=True
         ):
             assert answer.header("Mcp-Session-Id") == sid
-            assert answer.header("MCP-Protocol-Version") == legacy
-            check_response(legacy, answer.message, method)
-        check_wire(own.proxy.received(), legacy)
+            assert answer.header("MCP-Protocol-Version") == version
+            check_response(version, answer.message, method)
+        check_wire(own.proxy.received(), version)
 
 
 @pytest.mark.parametrize(
@@ -1075,7 +1075,7 @@ def test_lists_follow_next_cursor_over_http() -> None:
 
 @pytest.mark.parametrize("version", ["2025-11-25", "2025-06-18"])
 def test_the_standalone_get_stream_delivers_server_requests(version: str) -> None:
-    """Beyond the reference (docs/decisions/0013): an initialize-era client opens the session's
+    """Beyond the reference (docs/decisions/0013): a session-era client opens the session's
     standalone GET stream (with the session headers), so a request the server sends only there
     is answered by the input handlers and POSTed back; close() ends the stream."""
     with fault_server(McpResponder(session_id="s-get")) as server:

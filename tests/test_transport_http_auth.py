@@ -2,7 +2,7 @@
 
 Rules: the reference's "Authorization": before each request the transport asks the provider
 for a token and sends ``Authorization: Bearer <token>`` when it gets one (``None`` sends none);
-on an initialize-era connection that includes initialize, notifications/initialized, each
+on a session-era connection that includes initialize, notifications/initialized, each
 answer to a server request and the DELETE that ends the session. After a 401, or a 403 whose
 challenge is insufficient_scope, the challenge is parsed into a ``snodo.auth.Challenge``, the
 provider refreshes with it and the request is sent once more; a second 401 or 403 is -32000
@@ -27,7 +27,7 @@ import snodo
 from snodo.auth import Challenge
 from tests.support.http_fault_server import (
     LATEST,
-    LEGACY,
+    SESSION_ERA,
     Exchange,
     FaultServer,
     McpResponder,
@@ -117,12 +117,12 @@ def accept(params: dict[str, Any]) -> dict[str, Any]:
 # -- the token on every request --------------------------------------------------------------
 
 
-def test_the_token_goes_on_every_initialize_era_request() -> None:
+def test_the_token_goes_on_every_session_era_request() -> None:
     """Before each request the transport asks the provider and sends Authorization: Bearer:
     the probe, initialize, notifications/initialized, calls, the answer to a server request
     and the DELETE that ends the session. The provider is asked with the endpoint's URL,
     once per request."""
-    with fault_server(McpResponder(LEGACY, session_id="s-auth")) as fake:
+    with fault_server(McpResponder(SESSION_ERA, session_id="s-auth")) as fake:
         fake.once("tools/call", ask_on_stream("srv-1"))
         provider = Provider()
         with http(fake.url, provider, input_handlers={"form": accept}) as client:

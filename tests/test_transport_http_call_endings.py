@@ -3,7 +3,7 @@
 
 - close() fails every call in flight at once with -32000, whatever it waits on (no answer yet,
   a JSON body half sent, an idle event stream, the wait before a resumption).
-- A timeout on an initialize-era session POSTs ``notifications/cancelled`` with the request's id
+- A timeout on a session-era session POSTs ``notifications/cancelled`` with the request's id
   and the session's headers; 2026-07-28 cancels by closing the stream alone.
 - A call whose deadline passed is -32001, even when the timer that enforces the deadline is late
   (a busy thread) and the socket's own timeout or the server's close is seen first.
@@ -32,7 +32,7 @@ from snodo.supervision.timers import call_later
 from tests.support.http_fault_server import (
     JSON_HEADERS,
     LATEST,
-    LEGACY,
+    SESSION_ERA,
     Exchange,
     FaultServer,
     McpResponder,
@@ -137,7 +137,7 @@ def holding(answer: str, held: threading.Event) -> Any:
 def test_close_fails_a_call_in_flight_at_once(version: str, answer: str) -> None:
     """A call without a timeout, blocked on the server (no answer yet, a JSON body half sent, an
     event stream that started and went idle, the retry wait before resuming a broken stream),
-    fails with -32000 within a second of close(), in both eras (resumption: initialize era)."""
+    fails with -32000 within a second of close(), in both eras (resumption: session era)."""
     held = threading.Event()
     with fault_server(McpResponder(session_id=SESSION)) as server:
         server.once("tools/call", holding(answer, held))
@@ -173,7 +173,7 @@ def test_close_fails_every_call_in_flight(version: str) -> None:
             assert call.ended - closing < 1.0
 
 
-# -- item 5: notifications/cancelled after an initialize-era timeout -----------------------
+# -- item 5: notifications/cancelled after a session-era timeout -----------------------
 
 
 def silent(request: Request, ex: Exchange) -> None:
@@ -188,9 +188,9 @@ def idle_stream(request: Request, ex: Exchange) -> None:
     ex.close()
 
 
-@pytest.mark.parametrize("version", LEGACY)
+@pytest.mark.parametrize("version", SESSION_ERA)
 @pytest.mark.parametrize("answer", ["json", "event-stream"])
-def test_an_initialize_era_timeout_sends_notifications_cancelled(version: str, answer: str) -> None:
+def test_a_session_era_timeout_sends_notifications_cancelled(version: str, answer: str) -> None:
     """After the client's -32001, the server receives notifications/cancelled naming the
     request, with the session's headers (Mcp-Session-Id, MCP-Protocol-Version, the
     credentials); the caller is not held long by it."""
@@ -213,7 +213,7 @@ def test_an_initialize_era_timeout_sends_notifications_cancelled(version: str, a
             still_works(client, server)
 
 
-@pytest.mark.parametrize("version", LEGACY)
+@pytest.mark.parametrize("version", SESSION_ERA)
 def test_a_max_total_timeout_sends_notifications_cancelled_too(version: str) -> None:
     """max_total_timeout ends a call whose progress keeps resetting its timeout: -32001
     "Maximum total timeout exceeded", then notifications/cancelled with that reason."""
@@ -260,7 +260,7 @@ def test_a_2026_timeout_sends_no_notification(answer: str) -> None:
         assert [r.kind for r in server.received() if r.method == "POST"].count("notification") == 0
 
 
-@pytest.mark.parametrize("version", LEGACY)
+@pytest.mark.parametrize("version", SESSION_ERA)
 def test_a_server_that_refuses_the_cancellation_does_not_change_the_timeout(version: str) -> None:
     """The notification is best effort: a server that holds it past CANCEL_WAIT or refuses it
     leaves the caller's -32001 as it was, late by at most that bound."""

@@ -848,7 +848,7 @@ def test_a_million_digit_integer_is_a_transport_error_quickly(
         still_works(client, server)
 
 
-# -- initialize era: server requests on the stream, notifications ---------------------------
+# -- session era: server requests on the stream, notifications ---------------------------
 
 
 def accept(params: dict[str, Any]) -> dict[str, Any]:

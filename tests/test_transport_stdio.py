@@ -2,7 +2,7 @@
 snodo.server`` and scripted servers (tests/servers/scripted_*.py).
 
 Rules: the reference's "Protocol versions", "Calls", "Progress", "Input handlers", the
-initialize-era bullets about server requests, and "Transport behavior • Stdio". Every message
+session-era bullets about server requests, and "Transport behavior • Stdio". Every message
 the client writes is logged by the server (or a tee in front of it) and checked against its
 version's schema.json.
 """
@@ -10,7 +10,6 @@ version's schema.json.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,18 +17,17 @@ import pytest
 
 import snodo
 from tests.support import stdio_support as support
-from tests.support.stdio_support import ALL, LATEST, LEGACY, ROOT, wait_until
+from tests.support.stdio_support import (
+    ALL,
+    LATEST,
+    ROOT,
+    SESSION_ERA,
+    wait_until,
+)
 
-
-@pytest.fixture(scope="session", autouse=True)
-def _warm() -> None:
-    support.warm_up()
-
-
-@pytest.fixture(autouse=True)
-def _no_leaks() -> Iterator[None]:
-    with support.no_leaks():
-        yield
+#: Autouse fixtures: process-wide parts started first; no child or fd left behind.
+stdio_warm_up = support.stdio_warm_up
+stdio_no_leaks = support.stdio_no_leaks
 
 
 def scripted(tmp_path: Path, *options: str, name: str = "scripted_server.py") -> tuple[Any, Path]:
@@ -91,37 +89,37 @@ def test_a_stateless_pin_sends_nothing_at_connect(tmp_path: Path) -> None:
     assert methods == ["tools/call"]
 
 
-@pytest.mark.parametrize("legacy", LEGACY)
-def test_an_initialize_era_pin_sends_initialize_at_once(tmp_path: Path, legacy: str) -> None:
-    """An initialize-era pin sends initialize at once (no probe), then notifications/initialized;
+@pytest.mark.parametrize("version", SESSION_ERA)
+def test_a_session_era_pin_sends_initialize_at_once(tmp_path: Path, version: str) -> None:
+    """A session-era pin sends initialize at once (no probe), then notifications/initialized;
     the session carries the version, serverInfo, capabilities and instructions."""
     target, log = example(tmp_path)
     info = {"name": "stdio-test", "version": "7.0"}
     with snodo.connect(
         target,
         cwd=str(ROOT),
-        protocol=legacy,
+        protocol=version,
         client_info=info,
         input_handlers={"form": accept, "roots": rooter},
     ) as client:
-        assert client.version == legacy
+        assert client.version == version
         session = client.session
         assert isinstance(session, snodo.Session)
-        assert session.version == legacy
+        assert session.version == version
         assert session.session_id is None
         assert session.server_info is not None
         assert session.server_info["name"] == "snodo-example"
         assert {"tools", "resources", "prompts"} <= set(session.capabilities)
         assert session.instructions is not None and "echo" in session.instructions
         client.ping()
-    messages = support.check_wire(log, legacy)
+    messages = support.check_wire(log, version)
     assert [m.get("method") for m in messages] == [
         "initialize",
         "notifications/initialized",
         "ping",
     ]
     init = messages[0]["params"]
-    assert init["protocolVersion"] == legacy
+    assert init["protocolVersion"] == version
     assert init["clientInfo"] == info
     assert init["capabilities"]["elicitation"] == {"form": {}}
     assert init["capabilities"]["roots"] == {"listChanged": False}
@@ -142,18 +140,18 @@ def test_a_single_era_list_initializes_with_its_highest_version(tmp_path: Path) 
     "discover",
     ["method-not-found", "not-initialized", "no-versions", "garbage", "silent"],
 )
-def test_a_legacy_server_falls_back_by_starting_the_server_again(
+def test_a_session_era_server_falls_back_by_starting_the_server_again(
     tmp_path: Path, discover: str
 ) -> None:
     """Any answer to the probe but a discovery result (whatever the error, a result without
     supportedVersions, no answer within probe_timeout) closes the transport and, on stdio,
-    starts the server again; initialize then carries the highest allowed initialize-era
+    starts the server again; initialize then carries the highest allowed session-era
     version. The server here refuses everything once its first request was not initialize."""
     starts = tmp_path / "starts"
     target, log = scripted(
         tmp_path,
         "--versions",
-        ",".join(LEGACY),
+        ",".join(SESSION_ERA),
         "--strict-lifecycle",
         "--discover",
         discover,
@@ -182,11 +180,11 @@ def test_a_legacy_server_falls_back_by_starting_the_server_again(
     assert messages[1]["params"]["protocolVersion"] == "2025-11-25"
 
 
-def test_fallback_against_our_legacy_only_runtime(tmp_path: Path) -> None:
-    """The same fallback against snodo's own server with only initialize-era versions enabled:
-    two starts, then initialize with the highest allowed initialize-era version."""
+def test_fallback_against_our_session_era_only_runtime(tmp_path: Path) -> None:
+    """The same fallback against snodo's own server with only session-era versions enabled:
+    two starts, then initialize with the highest allowed session-era version."""
     starts = tmp_path / "starts"
-    target, log = example(tmp_path, "tests.servers.scripted_runtimes:legacy")
+    target, log = example(tmp_path, "tests.servers.scripted_runtimes:session_era")
     with snodo.connect(
         target,
         cwd=str(ROOT),
@@ -206,7 +204,11 @@ def test_fallback_against_our_legacy_only_runtime(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("protocol", "answered"),
-    [("2025-11-25", "2025-06-18"), (LEGACY, "2024-11-05"), ([LATEST, "2025-06-18"], "2025-11-25")],
+    [
+        ("2025-11-25", "2025-06-18"),
+        (SESSION_ERA, "2024-11-05"),
+        ([LATEST, "2025-06-18"], "2025-11-25"),
+    ],
 )
 def test_an_initialize_result_with_a_version_not_allowed_is_invalid_params(
     tmp_path: Path, protocol: Any, answered: str
@@ -217,7 +219,7 @@ def test_an_initialize_result_with_a_version_not_allowed_is_invalid_params(
     target, _ = scripted(
         tmp_path,
         "--versions",
-        ",".join(LEGACY),
+        ",".join(SESSION_ERA),
         "--init-version",
         answered,
         "--starts",
@@ -264,21 +266,21 @@ def test_an_unspoken_version_is_refused_before_starting_anything(tmp_path: Path)
 CASES = [
     pytest.param(LATEST, "pinned", id="2026-07-28-pinned"),
     pytest.param(LATEST, "negotiated", id="2026-07-28-negotiated"),
-    *[pytest.param(v, "pinned", id=f"{v}-pinned") for v in LEGACY],
-    *[pytest.param(v, "negotiated", id=f"{v}-negotiated") for v in LEGACY],
+    *[pytest.param(v, "pinned", id=f"{v}-pinned") for v in SESSION_ERA],
+    *[pytest.param(v, "negotiated", id=f"{v}-negotiated") for v in SESSION_ERA],
 ]
 
 
 @pytest.mark.parametrize(("version", "how"), CASES)
 def test_calls_work_over_stdio(tmp_path: Path, version: str, how: str) -> None:
     """Calls: list_tools, call_tool, read_resource, get_prompt, completion and the other lists
-    work over stdio on each version, pinned or negotiated (an initialize-era version is
-    negotiated against a legacy-only server, through the fallback)."""
+    work over stdio on each version, pinned or negotiated (a session-era version is
+    negotiated against a session-era-only server, through the fallback)."""
     if version == LATEST or how == "pinned":
         target, log = example(tmp_path)
         protocol: Any = version if how == "pinned" else None
     else:
-        target, log = example(tmp_path, "tests.servers.scripted_runtimes:legacy")
+        target, log = example(tmp_path, "tests.servers.scripted_runtimes:session_era")
         protocol = [LATEST, version]
     with snodo.connect(target, cwd=str(ROOT), protocol=protocol) as client:
         assert client.version == version
@@ -409,13 +411,13 @@ def test_progress_to_a_queue_over_stdio(tmp_path: Path) -> None:
     assert reports.empty()
 
 
-# -- Input handlers: input_required rounds (2026) and server requests (initialize era) -------
+# -- Input handlers: input_required rounds (2026) and server requests (session era) -------
 
 
 @pytest.mark.parametrize("version", ALL)
 def test_input_handlers_answer_form_sampling_and_roots(tmp_path: Path, version: str) -> None:
     """The same input_handlers answer 2026-07-28 input requests (in the calling thread, one at a
-    time) and initialize-era server requests (over stdio, each in a task of its own)."""
+    time) and session-era server requests (over stdio, each in a task of its own)."""
     target, log = example(tmp_path)
     calls: list[tuple[str, int]] = []
 
@@ -553,9 +555,9 @@ def test_server_request_ids_are_the_servers_own(
     support.check_response(version, reply, "roots/list")
 
 
-@pytest.mark.parametrize("legacy", LEGACY)
+@pytest.mark.parametrize("version", SESSION_ERA)
 def test_server_requests_before_the_initialize_result_are_answered(
-    tmp_path: Path, legacy: str
+    tmp_path: Path, version: str
 ) -> None:
     """A server may ping the client (and ask for roots) before it answers initialize: the
     requests are answered at once, through the handlers, so connect completes."""
@@ -563,7 +565,7 @@ def test_server_requests_before_the_initialize_result_are_answered(
         tmp_path, "--ask-during-initialize", "ping", "--ask-during-initialize", "roots/list"
     )
     with snodo.connect(
-        target, protocol=legacy, input_handlers={"roots": rooter}, timeout=10.0
+        target, protocol=version, input_handlers={"roots": rooter}, timeout=10.0
     ) as client:
         answers = client.call_tool("answers", {})["structuredContent"]["answers"]
     assert [a.get("result") for a in answers] == [{}, rooter({})]
@@ -608,7 +610,7 @@ def test_sixteen_threads_share_one_client_and_responses_are_correlated_by_id(
 
 def test_threads_share_one_client_of_our_runtime(tmp_path: Path) -> None:
     """Request IDs are fresh integers, so one client can be shared: 8 threads against our own
-    server, on an initialize-era session, with progress for some calls."""
+    server, on a session-era session, with progress for some calls."""
     target, _ = example(tmp_path)
     failures: list[BaseException] = []
     with snodo.connect(target, cwd=str(ROOT), protocol="2025-11-25") as client:

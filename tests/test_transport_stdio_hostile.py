@@ -14,7 +14,6 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,16 +25,9 @@ from tests.support.stdio_support import LATEST, elapsed, wait_until
 #: The latency bound of a call on a healthy connection while another one misbehaves.
 CALL_BOUND = 0.5
 
-
-@pytest.fixture(scope="session", autouse=True)
-def _warm() -> None:
-    support.warm_up()
-
-
-@pytest.fixture(autouse=True)
-def _no_leaks() -> Iterator[None]:
-    with support.no_leaks():
-        yield
+#: Autouse fixtures: process-wide parts started first; no child or fd left behind.
+stdio_warm_up = support.stdio_warm_up
+stdio_no_leaks = support.stdio_no_leaks
 
 
 def text_of(result: dict[str, object]) -> str:

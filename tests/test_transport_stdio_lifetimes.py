@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,16 +23,9 @@ from tests.support.stdio_support import LATEST, elapsed, wait_until
 
 CLOSE_BOUND = 10.0
 
-
-@pytest.fixture(scope="session", autouse=True)
-def _warm() -> None:
-    support.warm_up()
-
-
-@pytest.fixture(autouse=True)
-def _no_leaks() -> Iterator[None]:
-    with support.no_leaks():
-        yield
+#: Autouse fixtures: process-wide parts started first; no child or fd left behind.
+stdio_warm_up = support.stdio_warm_up
+stdio_no_leaks = support.stdio_no_leaks
 
 
 def grandchild_server(tmp_path: Path, *options: str) -> tuple[Any, Path]:

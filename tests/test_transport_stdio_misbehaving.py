@@ -5,7 +5,7 @@ Rules: "Transport behavior • Stdio" (correlation by ID, timeouts and failing p
 send notifications/cancelled, a server exit fails pending and later requests with -32000, server
 requests answered through the handlers with at most max_server_requests at once), "Calls"
 (-32000 / -32001), "Progress" (reset_timeout_on_progress, max_total_timeout) and the
-initialize-era bullets about server requests. Nothing here may hang: every call has a timeout
+session-era bullets about server requests. Nothing here may hang: every call has a timeout
 and every test checks how long the failure took.
 """
 
@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,21 +21,19 @@ import pytest
 
 import snodo
 from tests.support import stdio_support as support
-from tests.support.stdio_support import ALL, LATEST, elapsed, wait_until
+from tests.support.stdio_support import (
+    ALL,
+    LATEST,
+    elapsed,
+    wait_until,
+)
 
 MiB = 1024 * 1024
 BOTH_ERAS = [LATEST, "2025-11-25"]
 
-
-@pytest.fixture(scope="session", autouse=True)
-def _warm() -> None:
-    support.warm_up()
-
-
-@pytest.fixture(autouse=True)
-def _no_leaks() -> Iterator[None]:
-    with support.no_leaks():
-        yield
+#: Autouse fixtures: process-wide parts started first; no child or fd left behind.
+stdio_warm_up = support.stdio_warm_up
+stdio_no_leaks = support.stdio_no_leaks
 
 
 def scripted(tmp_path: Path, name: str = "scripted_server.py", *options: str) -> tuple[Any, Path]:

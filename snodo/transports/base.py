@@ -22,6 +22,27 @@ from snodo.protocol.dialects import Dialect
 if TYPE_CHECKING:
     from snodo.transports.listening import Listening, SessionFanout, SubscriptionSink
 
+__all__ = [
+    "BaseTransport",
+    "CacheIdentity",
+    "ConnectOptions",
+    "ListeningTransport",
+    "ProgressSink",
+    "RequestOptions",
+    "ServerRequestHandler",
+    "SessionEndingTransport",
+    "SessionTransport",
+    "Transport",
+    "TransportClass",
+    "TransportTraits",
+    "cache_identity_of",
+    "session_events_of",
+    "supports_delete_session",
+    "supports_listen",
+    "supports_notify",
+    "traits_of",
+]
+
 #: Receives each ``notifications/progress`` params dict of the request, in the calling thread.
 #: The client sends the request's id as its ``progressToken``: a progress notification belongs to
 #: the request whose id is its token (``snodo.protocol.exchange.is_progress_for``).

@@ -38,6 +38,12 @@ from snodo.transports.listening import (
 if TYPE_CHECKING:
     from snodo.server import Peer, Runtime
 
+__all__ = [
+    "CHANNEL_SIZE",
+    "LIVENESS_INTERVAL",
+    "DirectTransport",
+]
+
 #: Bound on undelivered progress reports and server requests between the task and the caller.
 CHANNEL_SIZE = 64
 #: How often a waiting caller checks that its linked task is still alive (seconds).

@@ -190,7 +190,7 @@ class Response:
         if conn is None:
             return
         if self._done and self._reusable and not self._cut and not conn.buf:
-            self._wire._put(conn)
+            self._wire.checkin(conn)
         else:
             conn.close()
 
@@ -416,7 +416,9 @@ class WirePool:
             conn.close()
         return found
 
-    def _put(self, conn: _Conn) -> None:
+    def checkin(self, conn: _Conn) -> None:
+        """Keep a connection whose response was read to its end for reuse (a response's
+        ``release_conn``), unless no client holds its endpoint or the idle set is full."""
         now = self._clock()
         dead: list[_Conn] = []
         with self._lock:

@@ -20,6 +20,12 @@ from typing import Any
 
 from snodo._log import get_logger
 
+__all__ = [
+    "READ_SIZE",
+    "IoHub",
+    "hub",
+]
+
 _log = get_logger("snodo.transports.io_hub")
 
 #: Bytes read per readiness event (a pipe holds 64 KiB; more gives a callback more lines at once).

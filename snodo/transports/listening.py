@@ -24,6 +24,14 @@ from snodo.protocol import subscriptions as subs
 from snodo.protocol.errors import McpError
 from snodo.protocol.exchange import not_acknowledged_error
 
+__all__ = [
+    "Listening",
+    "SessionFanout",
+    "StreamRoute",
+    "SubscriptionSink",
+    "session_fanout",
+]
+
 _log = get_logger("snodo.transports.listening")
 
 

@@ -100,12 +100,14 @@ class ChildProcess:
     pidfd: int | None
     argv: tuple[str, ...]
     returncode: int | None = None
-    _closed: set[str] = field(default_factory=set, init=False, repr=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    #: The fds ``close_fds`` closed (kept by it, under ``lock``).
+    closed_fds: set[str] = field(default_factory=set, init=False, repr=False)
+    #: Guards closing the fds and reaping the process (one at a time).
+    lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def is_closed(self, name: FdName) -> bool:
         """True once ``close_fds`` closed that fd (``pidfd`` counts as closed when absent)."""
-        return name in self._closed or (name == "pidfd" and self.pidfd is None)
+        return name in self.closed_fds or (name == "pidfd" and self.pidfd is None)
 
 
 # --------------------------------------------------------------------------------------------
@@ -370,11 +372,11 @@ def close_fds(child: ChildProcess, *names: FdName) -> None:
     when the hub next runs); ``stdin`` and ``pidfd`` are closed at once, so the server sees EOF
     immediately.
     """
-    with child._lock:
+    with child.lock:
         for name in names or _ALL_FDS:
-            if name in child._closed:
+            if name in child.closed_fds:
                 continue
-            child._closed.add(name)
+            child.closed_fds.add(name)
             fd = child.pidfd if name == "pidfd" else getattr(child, name)
             if fd is None:
                 continue
@@ -457,7 +459,7 @@ def poll_exit(child: ChildProcess) -> int | None:
     Under gevent the status arrives once the hub has run after the exit, so this may return
     None for a moment after the process died; ``wait_exit`` waits for it.
     """
-    with child._lock:
+    with child.lock:
         return _reap_locked(child)
 
 
@@ -499,7 +501,7 @@ def _unreaped_locked(child: ChildProcess) -> bool | None:
 
 def _leader_exited(child: ChildProcess) -> bool:
     """True once the leader has exited; where possible it is left unreaped (a zombie)."""
-    with child._lock:
+    with child.lock:
         if child.returncode is not None:
             return True
         zombie = _unreaped_locked(child)
@@ -537,7 +539,7 @@ def _collect(child: ChildProcess) -> int:
     nap = 0.0005
     while (code := poll_exit(child)) is None:
         if time.monotonic() >= deadline:
-            with child._lock:
+            with child.lock:
                 return _reap_unpatched_locked(child)
         time.sleep(nap)
         nap = min(nap * 2, _MAX_NAP)
@@ -639,7 +641,7 @@ def _signal_group(child: ChildProcess, sig: int) -> bool:
     yield in between, so neither we nor gevent's watcher reap it meanwhile), or else by members
     of the group still running.
     """
-    with child._lock:
+    with child.lock:
         if child.returncode is None and _unreaped_locked(child) is not None:
             _killpg(child.pgid, sig)
             return True

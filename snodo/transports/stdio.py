@@ -58,6 +58,20 @@ from snodo.transports.listening import (
 )
 from snodo.transports.targets import Stdio
 
+__all__ = [
+    "CLOSE_GRACE",
+    "EXIT_WAIT",
+    "LEAD_POLL_MS",
+    "LEAD_SPIN",
+    "MAX_QUEUED_PROGRESS",
+    "MAX_UNSENT_REPLY_BYTES",
+    "STDERR_LINE_BYTES",
+    "TERM_WAIT",
+    "WRITE_TIMEOUT",
+    "ConnectionOwner",
+    "StdioTransport",
+]
+
 _log = get_logger("snodo.transports.stdio")
 
 #: Largest stderr line kept for the log (longer ones are cut).
@@ -103,18 +117,18 @@ class ConnectionOwner(PooledActor):
     """Supervision anchor of one stdio connection: it ends when the connection closes, and
     closing it (a supervisor shutdown, a link) closes the connection."""
 
-    def __init__(self, connection: StdioTransport) -> None:
+    def __init__(self, close_async: Callable[[str], None]) -> None:
         super().__init__()
-        self._connection = connection
+        self._close_async = close_async  # the connection's close from a thread that must not block
 
     def on_receive(self, message: Any) -> Any:
         return None
 
     def on_stop(self) -> None:
-        self._connection._close_async("the connection owner stopped")
+        self._close_async("the connection owner stopped")
 
     def on_failure(self, *exc_info: Any) -> None:
-        self._connection._close_async("the connection owner crashed")
+        self._close_async("the connection owner crashed")
 
 
 class StdioTransport(BaseTransport):
@@ -180,7 +194,7 @@ class StdioTransport(BaseTransport):
             io.watch(self._child.stderr, self._on_stderr, self._on_stderr_eof)
             if self._child.pidfd is not None:
                 io.watch_ready(self._child.pidfd, self._on_exit)
-            self._owner_ref = _start_owner(self)
+            self._owner_ref = _start_owner(self.name, self._close_async)
             if owner is not None:
                 self._watch = watch(owner, self._on_owner_down)
         except BaseException:
@@ -1055,12 +1069,12 @@ def _copy(error: McpError) -> McpError:
     return McpError(error.code, error.message, error.data, kind=error.kind, cause=error.cause)
 
 
-def _start_owner(connection: StdioTransport) -> Any:
+def _start_owner(name: str, close_async: Callable[[str], None]) -> Any:
     from snodo.supervision import connections, start_child
 
     spec = ChildSpec(
-        id=connection.name,
-        start=lambda: ConnectionOwner.start(connection),
+        id=name,
+        start=lambda: ConnectionOwner.start(close_async),
         restart="temporary",
         shutdown=CLOSE_GRACE + 2 * TERM_WAIT + 1.0,
     )

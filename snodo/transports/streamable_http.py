@@ -69,6 +69,19 @@ from snodo.transports.listening import (
 from snodo.transports.sent_credentials import SentCredentials
 from snodo.transports.targets import Http
 
+__all__ = [
+    "ACCEPT",
+    "CANCEL_WAIT",
+    "DELETE_WAIT",
+    "LISTENER_CONNECT",
+    "LISTENER_SETTLE",
+    "LISTENER_STOP",
+    "READ_SIZE",
+    "REFUSAL_READ",
+    "HttpTransport",
+    "filter_listed_tools",
+]
+
 _log = get_logger("snodo.transports.streamable_http")
 _T = TypeVar("_T")
 
@@ -126,7 +139,7 @@ class HttpTransport(BaseTransport):
         self.target = target
         #: The session-era notifications of this connection, fanned out to subscriptions.
         self.session_events: SessionFanout = SessionFanout()
-        #: Send Mcp-Method/Mcp-Name on initialize-era POSTs too (a client that also speaks
+        #: Send Mcp-Method/Mcp-Name on session-era POSTs too (a client that also speaks
         #: 2026-07-28 announces SEP-2243 routing headers on every POST, fallback included).
         self.standard_headers = standard_headers
         self._server_requests = on_server_request

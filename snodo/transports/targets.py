@@ -6,6 +6,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+__all__ = [
+    "Http",
+    "Stdio",
+]
+
 
 @dataclass(frozen=True, slots=True)
 class Stdio:

@@ -14,7 +14,7 @@ Options (shared by every script):
   --discover MODE        how a server without 2026-07-28 answers server/discover:
                          method-not-found (default), not-initialized, no-versions, silent, garbage
   --strict-lifecycle     once the first request was not ``initialize``, refuse everything,
-                         ``initialize`` included (an initialize-era server that applies the
+                         ``initialize`` included (a session-era server that applies the
                          lifecycle rules to the first request it sees)
   --reorder              answer ``echo`` calls in batches, in reverse order
   --advertise V,V,...    the supportedVersions a server/discover result lists (default: --versions)
@@ -230,14 +230,14 @@ class Server:
         self._initialize(request_id, params)
 
     def _initialize(self, request_id: Any, params: dict[str, Any]) -> None:
-        legacy = [v for v in self.versions if v != STATELESS]
+        session_era = [v for v in self.versions if v != STATELESS]
         requested = params.get("protocolVersion")
         if self.args.init_version:
             chosen = self.args.init_version
-        elif requested in legacy:
+        elif requested in session_era:
             chosen = requested
-        elif legacy:
-            chosen = legacy[0]
+        elif session_era:
+            chosen = session_era[0]
         else:
             self.fail(request_id, -32602, "Unsupported protocol version", {"supported": []})
             return

@@ -20,8 +20,8 @@ if _starts:
 def _example(versions: list[str]) -> Runtime:
     """The example runtime's tools, resources, prompts and completion, on ``versions`` only.
 
-    Runtime fixes its versions at construction, so the registrations of a freshly built
-    example runtime are carried over (before either runtime has served anything).
+    Runtime fixes its versions at construction, so the catalog of a freshly built example
+    runtime is carried over (before either runtime has served anything).
     """
     source = example_runtime.build()
     runtime = Runtime(
@@ -32,10 +32,9 @@ def _example(versions: list[str]) -> Runtime:
         versions=versions,
         cache_hints=source.cache_hints,
     )
-    for attr in ("_tools", "_resources", "_templates", "_prompts", "_completion"):
-        setattr(runtime, attr, getattr(source, attr))
+    runtime.catalog = source.catalog
     return runtime
 
 
-#: The example runtime with only the initialize-era versions: a server/discover probe is refused.
-legacy = _example(["2025-11-25", "2025-06-18"])
+#: The example runtime with only the session-era versions: a server/discover probe is refused.
+session_era = _example(["2025-11-25", "2025-06-18"])

@@ -7,13 +7,13 @@ Starlette app (``MCPServer.streamable_http_app()``: stateful, event-stream answe
 ``--json``, endpoint ``/mcp``), and once it serves prints ``PORT <port>`` on stdout.
 
 The SDK's manager serves both eras on one endpoint and routes by header: a request whose
-``MCP-Protocol-Version`` is not an initialize-era version goes to its 2026-07-28 single-exchange
-entry (``server/discover``, ``input_required`` rounds); anything else to the initialize-era
+``MCP-Protocol-Version`` is not a session-era version goes to its 2026-07-28 single-exchange
+entry (``server/discover``, ``input_required`` rounds); anything else to the session-era
 transport (``initialize``, ``Mcp-Session-Id``, server requests on the POST's event stream, DELETE).
 
-``--legacy`` serves the initialize era only, as a server from before 2026-07-28 would: a small
-ASGI wrapper removes a non-initialize-era ``MCP-Protocol-Version`` header before the SDK sees it,
-so a ``server/discover`` probe reaches the SDK's initialize-era transport, which refuses it (no
+``--legacy`` serves the session era only, as a server from before 2026-07-28 would: a small
+ASGI wrapper removes a non-session-era ``MCP-Protocol-Version`` header before the SDK sees it,
+so a ``server/discover`` probe reaches the SDK's session-era transport, which refuses it (no
 session, not ``initialize``) and a probing client has to fall back.
 
 Every request is also recorded (HTTP method, ``Mcp-Session-Id``, ``MCP-Protocol-Version``, what
@@ -151,7 +151,7 @@ async def serve(port: int, *, legacy: bool, json_response: bool, name: str) -> N
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("port", nargs="?", type=int, default=0)
-    parser.add_argument("--legacy", action="store_true", help="serve the initialize era only")
+    parser.add_argument("--legacy", action="store_true", help="serve the session era only")
     parser.add_argument("--json", action="store_true", help="JSON answers, not event streams")
     parser.add_argument("--name", default=NAME, help="the server's name")
     args = parser.parse_args(argv)

@@ -1,16 +1,16 @@
 """An MCP server built with the official Python SDK (``mcp`` 2.3.0), served over stdio.
 
     python tests/servers/sdk_server.py            # both eras (the SDK's default for stdio)
-    python tests/servers/sdk_legacy_server.py     # the initialize era only
+    python tests/servers/sdk_legacy_server.py     # the session era only
 
 ``MCPServer.run("stdio")`` drives the SDK's dual-era loop: the client's first request decides the
 connection's era once. A request carrying the 2026-07-28 ``_meta`` envelope (``server/discover``
-or any other) opens a stateless 2026-07-28 connection; anything else (``initialize``) opens an
-initialize-era one, which negotiates 2024-11-05 .. 2025-11-25.
+or any other) opens a stateless 2026-07-28 connection; anything else (``initialize``) opens a
+session-era one, which negotiates 2024-11-05 .. 2025-11-25.
 
 The interactive tools use the SDK's resolvers (``Resolve`` with ``Elicit``, ``Sample`` and
 ``ListRoots``): on 2026-07-28 the SDK answers with an ``input_required`` result and completes on
-the retry that carries ``inputResponses``/``requestState``; on the initialize era it sends
+the retry that carries ``inputResponses``/``requestState``; on the session era it sends
 ``elicitation/create``, ``sampling/createMessage`` and ``roots/list`` to the client mid-call.
 
 The interop tests (tests/test_interop_sdk_stdio.py) import nothing from here; they read the

@@ -35,8 +35,8 @@ from tests.support.wire_schema import check_client_message, validator
 POLL = 0.05
 MAX_HEAD = 64 * 1024
 LATEST = "2026-07-28"
-LEGACY = ("2025-11-25", "2025-06-18")
-ALL_VERSIONS = (LATEST, *LEGACY)
+SESSION_ERA = ("2025-11-25", "2025-06-18")
+ALL_VERSIONS = (LATEST, *SESSION_ERA)
 JSON_HEADERS = (("Content-Type", "application/json"),)
 SSE_HEADERS = (("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"))
 
@@ -402,8 +402,8 @@ class McpResponder:
             )
         if method == "initialize":
             requested = params.get("protocolVersion")
-            legacy = [v for v in self.versions if v != LATEST]
-            chosen = requested if requested in legacy else (legacy or [requested])[0]
+            session_era = [v for v in self.versions if v != LATEST]
+            chosen = requested if requested in session_era else (session_era or [requested])[0]
             return result(
                 rid,
                 {
@@ -495,7 +495,7 @@ def ask_on_stream(
 
 
 def not_found_discover(request: Request, exchange: Exchange) -> None:
-    """How a legacy server typically answers the probe: 404 with -32601."""
+    """How a session-era-only server typically answers the probe: 404 with -32601."""
     exchange.json(error(request.message["id"], -32601, "Method not found"), status=404)
 
 
@@ -549,7 +549,7 @@ class FaultServer:
 
     def rpc_methods(self, *, standalone: bool = False) -> list[str]:
         """The JSON-RPC method of every request so far ("response" for an answer; the HTTP
-        method for a request without a JSON-RPC body). An initialize-era client opens the
+        method for a request without a JSON-RPC body). A session-era client opens the
         session's standalone GET stream concurrently, so its GETs are left out unless
         ``standalone`` (tests of the GET stream look at them on their own)."""
         out = []

@@ -1,6 +1,10 @@
 """Shared helpers for the stdio client tests: server command lines, waits with deadlines, wire
 logs, and a leak check of child processes and file descriptors.
 
+A test module that imports :func:`stdio_warm_up` and :func:`stdio_no_leaks` gets both as autouse
+fixtures: the process-wide parts are started before any baseline, and no test leaves a child
+process or a file descriptor behind.
+
 Every wait here polls real state (a file, /proc, a predicate) against a deadline; none is a
 sleep that stands in for synchronisation.
 """
@@ -17,6 +21,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import snodo
 from tests.support.wire_schema import check_client_message, validator
 
@@ -24,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SERVERS = ROOT / "tests" / "servers"
 PYTHON = sys.executable
 ALL = list(snodo.SUPPORTED_VERSIONS)
-LEGACY = ["2025-11-25", "2025-06-18"]
+SESSION_ERA = ["2025-11-25", "2025-06-18"]
 LATEST = "2026-07-28"
 
 #: How long a leak check waits for fds and children to go.
@@ -287,6 +293,19 @@ def no_leaks(deadline: float = LEAK_DEADLINE, *, pooled: bool = False) -> Iterat
         pause.wait(0.02)
     details = {pid: _stat(pid) for pid in new_kids}
     raise AssertionError(f"leaked: child processes {details}, file descriptors {new_fds}")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def stdio_warm_up() -> None:
+    """Autouse where imported: :func:`warm_up` once, before the first test."""
+    warm_up()
+
+
+@pytest.fixture(autouse=True)
+def stdio_no_leaks() -> Iterator[None]:
+    """Autouse where imported: :func:`no_leaks` around every test."""
+    with no_leaks():
+        yield
 
 
 def warm_up() -> None:
