@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from snodo.protocol.inputs import response_problem
 from snodo.protocol.serving.interaction import (
     answer_problem,
     capability_object,
@@ -131,3 +132,42 @@ def test_missing_capabilities_are_those_not_declared() -> None:
     ]
     assert missing_capabilities(caps, "elicitation/create", {}) == []
     assert missing_capabilities({}, "roots/list", {}) == [("roots",)]
+
+
+@pytest.mark.parametrize(
+    ("kind", "answer"),
+    [
+        ("roots", {"roots": [{"uri": "https://not-a-file/"}]}),
+        ("roots", {"roots": [{"uri": "file:///x", "name": 3}]}),
+        ("sampling", {"role": "user", "content": {"type": "new-kind"}, "model": "m"}),
+        ("sampling", {"role": "user", "content": [], "model": "m"}),
+        (
+            "sampling",
+            {
+                "role": "user",
+                "content": {"type": "text", "text": "t"},
+                "model": "m",
+                "stopReason": 1,
+            },
+        ),
+        ("form", {"action": "decline", "content": "text"}),
+        ("form", {"action": "cancel", "_meta": {"n": float("nan")}}),
+    ],
+)
+def test_the_server_reads_answers_leniently_where_the_client_sends_strictly(
+    kind: str, answer: dict[str, Any]
+) -> None:
+    """One set of shape rules: the strict reading (a client checking its handler's result)
+    refuses what the lenient one (the server reading a client's answer) lets through."""
+    assert response_problem(kind, answer, strict=False) is None
+    assert response_problem(kind, answer) is not None
+
+
+def test_both_readings_refuse_what_the_server_relies_on() -> None:
+    for strict in (True, False):
+        assert response_problem("form", {"action": "maybe"}, strict=strict) is not None
+        assert response_problem("sampling", {"role": "user", "content": {}}, strict=strict)
+        assert response_problem("roots", {"roots": [{"name": "x"}]}, strict=strict)
+        assert response_problem("roots", [], strict=strict) == "not an object"
+    with pytest.raises(ValueError):
+        response_problem("nonsense", {})

@@ -222,13 +222,15 @@ def _one_of(value: Any, allowed: frozenset[str]) -> bool:
 
 def valid_elicit_response(x: Any) -> bool:
     """An ``ElicitResult``: an ``action`` of accept/decline/cancel and an object ``content``."""
-    return (
-        isinstance(x, dict)
-        and _one_of(x.get("action"), _ELICITATION_ACTIONS)
-        and _optional(x, "content", _is_dict)
-        and _optional(x, "_meta", _is_dict)
-        and _json_value(x)
-    )
+    return response_problem("form", x) is None
+
+
+def _elicit_problem(x: dict[str, Any], strict: bool) -> str | None:
+    if not _one_of(x.get("action"), _ELICITATION_ACTIONS):
+        return "action must be accept, decline or cancel"
+    if strict and not (_optional(x, "content", _is_dict) and _optional(x, "_meta", _is_dict)):
+        return "content and _meta must be objects"
+    return None
 
 
 def _content_block(block: Any) -> bool:
@@ -282,21 +284,29 @@ def _sampling_block(block: Any) -> bool:
 
 def valid_sampling_response(x: Any) -> bool:
     """A ``CreateMessageResult``: role, one content block or a non-empty list, model, stopReason."""
-    if not isinstance(x, dict) or not _one_of(x.get("role"), _ROLES):
-        return False
-    if not isinstance(x.get("model"), str):
-        return False
+    return response_problem("sampling", x) is None
+
+
+def _sampling_problem(x: dict[str, Any], strict: bool) -> str | None:
+    if not _one_of(x.get("role"), _ROLES):
+        return "role must be user or assistant"
     content = x.get("content")
-    if isinstance(content, list):
-        content_ok = bool(content) and all(_sampling_block(b) for b in content)
+    if strict:
+        if isinstance(content, list):
+            content_ok = bool(content) and all(_sampling_block(b) for b in content)
+        else:
+            content_ok = _sampling_block(content)
     else:
-        content_ok = _sampling_block(content)
-    return (
-        content_ok
-        and _optional(x, "stopReason", _is_str)
-        and _optional(x, "_meta", _is_dict)
-        and _json_value(x)
-    )
+        content_ok = isinstance(content, dict) or (
+            isinstance(content, list) and all(isinstance(c, dict) for c in content)
+        )
+    if not content_ok:
+        return "content must be a content block or a list of them"
+    if not isinstance(x.get("model"), str):
+        return "model must be a string"
+    if strict and not (_optional(x, "stopReason", _is_str) and _optional(x, "_meta", _is_dict)):
+        return "stopReason must be a string and _meta an object"
+    return None
 
 
 def _root(root: Any) -> bool:
@@ -311,23 +321,47 @@ def _root(root: Any) -> bool:
 
 def valid_roots_response(x: Any) -> bool:
     """A ``ListRootsResult``: a ``roots`` list of ``file://`` URIs with optional string names."""
-    return (
-        isinstance(x, dict)
-        and isinstance(x.get("roots"), list)
-        and all(_root(r) for r in x["roots"])
-        and _optional(x, "_meta", _is_dict)
-        and _json_value(x)
-    )
+    return response_problem("roots", x) is None
+
+
+def _roots_problem(x: dict[str, Any], strict: bool) -> str | None:
+    roots = x.get("roots")
+    if not isinstance(roots, list) or not all(
+        isinstance(r, dict) and isinstance(r.get("uri"), str) for r in roots
+    ):
+        return "roots must be a list of objects with a uri"
+    if strict and not (all(_root(r) for r in roots) and _optional(x, "_meta", _is_dict)):
+        return "roots must be file:// URIs with string names, _meta an object"
+    return None
+
+
+def response_problem(kind: str, x: Any, *, strict: bool = True) -> str | None:
+    """What is wrong with ``x`` as the result of a ``kind`` input request, or ``None``.
+
+    Client and server check the same shapes. ``strict`` (the client, before it sends what its
+    handler returned) checks all the schema says: object ``content`` and ``_meta``, typed
+    sampling content blocks, a string ``stopReason``, ``file://`` roots with string names, plain
+    JSON throughout. Without it (the server, reading a client's answer) only what the server
+    relies on is checked: the action, the role, content blocks that are objects, the model,
+    roots with a string uri.
+    """
+    _check_kind(kind)
+    if not isinstance(x, dict):
+        return "not an object"
+    if kind in ("form", "url"):
+        problem = _elicit_problem(x, strict)
+    elif kind == "sampling":
+        problem = _sampling_problem(x, strict)
+    else:
+        problem = _roots_problem(x, strict)
+    if problem is None and strict and not _json_value(x):
+        return "not plain JSON data"
+    return problem
 
 
 def valid_response(kind: str, x: Any) -> bool:
     """Whether ``x`` is a response of the shape ``kind`` expects (checked before it is sent)."""
-    _check_kind(kind)
-    if kind in ("form", "url"):
-        return valid_elicit_response(x)
-    if kind == "sampling":
-        return valid_sampling_response(x)
-    return valid_roots_response(x)
+    return response_problem(kind, x) is None
 
 
 @dataclass(frozen=True, slots=True)
@@ -515,6 +549,7 @@ __all__ = [
     "next_round",
     "params_ok",
     "plan_round",
+    "response_problem",
     "start_rounds",
     "valid_elicit_response",
     "valid_response",

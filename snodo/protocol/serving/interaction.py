@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from snodo.protocol.inputs import response_problem
+
 __all__ = [
     "ELICIT",
     "INPUT_METHODS",
@@ -28,9 +30,6 @@ ELICIT: Final = "elicitation/create"
 SAMPLE: Final = "sampling/createMessage"
 ROOTS: Final = "roots/list"
 INPUT_METHODS: Final = frozenset({ELICIT, SAMPLE, ROOTS})
-
-_ACTIONS: Final = frozenset({"accept", "decline", "cancel"})
-_ROLES: Final = frozenset({"user", "assistant"})
 
 
 def needed_capabilities(method: str, params: Mapping[str, Any]) -> list[tuple[str, ...]]:
@@ -77,36 +76,23 @@ def capability_object(paths: list[tuple[str, ...]]) -> dict[str, Any]:
 
 
 def answer_problem(method: str, params: Mapping[str, Any], answer: object) -> str | None:
-    """Why ``answer`` is not a valid result for the request, or ``None`` when it is."""
-    if not isinstance(answer, dict):
-        return "not an object"
+    """Why ``answer`` is not a valid result for the request, or ``None`` when it is.
+
+    The shape is :func:`snodo.protocol.inputs.response_problem`'s, read leniently (the client
+    may send more than the server uses); an accepted form is also checked against its
+    ``requestedSchema``.
+    """
     if method == ELICIT:
-        action = answer.get("action")
-        if not isinstance(action, str) or action not in _ACTIONS:
-            return "action must be accept, decline or cancel"
-        if action == "accept" and params.get("mode") != "url":
+        kind = "url" if params.get("mode") == "url" else "form"
+    else:
+        kind = "sampling" if method == SAMPLE else "roots"
+    problem = response_problem(kind, answer, strict=False)
+    if problem is None and kind == "form":
+        assert isinstance(answer, dict)
+        if answer.get("action") == "accept":
             schema = params.get("requestedSchema")
             return form_problem(schema if isinstance(schema, dict) else {}, answer.get("content"))
-        return None
-    if method == SAMPLE:
-        role = answer.get("role")
-        if not isinstance(role, str) or role not in _ROLES:
-            return "role must be user or assistant"
-        content = answer.get("content")
-        if not (
-            isinstance(content, dict)
-            or (isinstance(content, list) and all(isinstance(c, dict) for c in content))
-        ):
-            return "content must be a content block or a list of them"
-        if not isinstance(answer.get("model"), str):
-            return "model must be a string"
-        return None
-    roots = answer.get("roots")
-    if not isinstance(roots, list) or not all(
-        isinstance(r, dict) and isinstance(r.get("uri"), str) for r in roots
-    ):
-        return "roots must be a list of objects with a uri"
-    return None
+    return problem
 
 
 def form_problem(schema: Mapping[str, Any], content: object) -> str | None:
