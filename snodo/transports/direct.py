@@ -229,19 +229,12 @@ class DirectTransport(BaseTransport):
         close_session_channel(self._peer.session)
         self.session_events.end_all(errors.connection_error("Connection closed"))
 
-    def _cache_namespace(self) -> tuple[str, int]:
-        """Clients of the same Runtime share public results."""
+    def cache_identity(self) -> CacheIdentity:
+        """Clients of the same Runtime share public results; one private partition per Runtime
+        (no credentials in process, and no session id)."""
         from snodo.cache import namespace_of
 
-        return namespace_of("direct", self._runtime)
-
-    def _cache_credential(self) -> str:
-        """No credentials in process, and no session id: one private partition per Runtime."""
-        return "direct"
-
-    def cache_identity(self) -> CacheIdentity:
-        """Clients of the same Runtime share public results; one private partition per Runtime."""
-        return CacheIdentity(self._cache_namespace(), self._cache_credential)
+        return CacheIdentity(namespace_of("direct", self._runtime), _direct_partition)
 
     def _server_request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         call: _InlineCall | _TaskCall | None = getattr(_current, "call", None)
@@ -349,3 +342,7 @@ class DirectTransport(BaseTransport):
         call.abandoned.set()
         cancelled = jsonrpc.cancelled_notification(message["id"], "The client stopped waiting")
         dispatch(self._runtime, cancelled, self._peer)
+
+
+def _direct_partition() -> str:
+    return "direct"

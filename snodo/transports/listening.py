@@ -29,7 +29,6 @@ __all__ = [
     "SessionFanout",
     "StreamRoute",
     "SubscriptionSink",
-    "session_fanout",
 ]
 
 _log = get_logger("snodo.transports.listening")
@@ -200,12 +199,3 @@ class SessionFanout:
                 sink.closed(error)
             except Exception:
                 _log.exception("a subscription sink failed")
-
-
-def session_fanout(transport: object) -> SessionFanout:
-    """The transport's ``session_events`` (a fresh, unfed fan-out for a transport with none).
-
-    Kept while the client moves to ``base.session_events_of``; removed once nothing calls it.
-    """
-    fanout: SessionFanout | None = getattr(transport, "session_events", None)
-    return fanout if fanout is not None else SessionFanout()

@@ -14,7 +14,6 @@ complete a pending request directly; see docs/decisions/0008-stdio-io-hub.md and
 
 from __future__ import annotations
 
-import errno
 import itertools
 import os
 import queue
@@ -26,7 +25,6 @@ from functools import partial
 from typing import Any
 
 from snodo._log import WarningLimiter, get_logger
-from snodo._tasks import Task, TaskCancelled
 from snodo.protocol import errors, jsonrpc
 from snodo.protocol import subscriptions as subs
 from snodo.protocol.errors import McpError
@@ -49,6 +47,7 @@ from snodo.transports.base import (
     ServerRequestHandler,
     TransportTraits,
 )
+from snodo.transports.handler_pool import HandlerPool
 from snodo.transports.io_hub import READ_SIZE, hub
 from snodo.transports.listening import (
     Listening,
@@ -56,6 +55,7 @@ from snodo.transports.listening import (
     StreamRoute,
     SubscriptionSink,
 )
+from snodo.transports.stdio_outbox import Outbox
 from snodo.transports.targets import Stdio
 
 __all__ = [
@@ -64,7 +64,6 @@ __all__ = [
     "LEAD_POLL_MS",
     "LEAD_SPIN",
     "MAX_QUEUED_PROGRESS",
-    "MAX_UNSENT_REPLY_BYTES",
     "STDERR_LINE_BYTES",
     "TERM_WAIT",
     "WRITE_TIMEOUT",
@@ -85,10 +84,6 @@ CLOSE_GRACE = 2.0
 TERM_WAIT = 2.0
 #: After stdout closes, how long to wait for the exit that usually follows (to report its status).
 EXIT_WAIT = 0.5
-#: Replies to server requests (pings, unknown methods, a full handler pool, handlers' answers)
-#: waiting for room in the stdin of a server that does not read it; beyond this they are dropped
-#: and counted (docs/decisions/0027). With the pipe's own 64 KiB, 128 KiB are in flight at most.
-MAX_UNSENT_REPLY_BYTES = 64 * 1024
 
 _connection_ids = itertools.count(1)
 
@@ -155,24 +150,13 @@ class StdioTransport(BaseTransport):
         self._pending: dict[Any, _Call] = {}
         self._listens: dict[Any, StreamRoute] = {}  # open subscriptions by listen id
         self._lock = threading.Lock()
-        self._write_lock = threading.Lock()
-        self._outbox_lock = threading.Lock()
-        self._outbox: list[bytes] = []
-        # Replies the reading side could not write without waiting (docs/decisions/0027): bytes
-        # committed to the stream, written before anything else; guarded by the outbox lock.
-        self._unsent = bytearray()
-        self._quick_writer = False  # the write lock is held by a reply flush that never waits
-        self._stdin_watched = False  # the hub waits for room in stdin to flush _unsent
-        self._stdin_watch_used = False
-        self._dropped_replies = 0  # replies dropped since the last report of the count
         self._warnings = WarningLimiter()
         self._lost: McpError | None = None
         self._closed = False
         self._close_started = False
         self._close_done = threading.Event()
-        self._write_closed = False
         self._answer = on_server_request
-        self._handlers = _HandlerPool(max_server_requests)
+        self._handlers = HandlerPool(max_server_requests)
         self._child = process.spawn(target.command, target.args, env=env, cwd=cwd)
         # Leader reading (docs/decisions/0023): who reads stdout now, and the callers waiting.
         self._lead = hub().supports_oneshot and self._child.pidfd is not None
@@ -183,6 +167,8 @@ class StdioTransport(BaseTransport):
         self._poller: Any = None
         self._reader_free = threading.Condition(self._lock)
         self.name = f"stdio-{next(_connection_ids)}-{self._child.pid}"
+        #: stdin: write combining and replies that never wait (docs/decisions/0027).
+        self._outbox = Outbox(self._child, self.name, self._lose, self._exit_status)
         self._owner_ref: Any = None
         self._watch: Watch | None = None
         try:
@@ -219,17 +205,10 @@ class StdioTransport(BaseTransport):
     def __repr__(self) -> str:
         return f"<StdioTransport {self.name} {' '.join(self._child.argv)}>"
 
-    def _cache_namespace(self) -> tuple[str, str]:
-        """Each server process is a cache namespace of its own (``name`` is unique)."""
-        return ("stdio", self.name)
-
-    def _cache_credential(self) -> str:
-        """The process is the partition; stdio carries no credentials or session id."""
-        return "stdio"
-
     def cache_identity(self) -> CacheIdentity:
-        """Each server process is a namespace of its own and one private partition."""
-        return CacheIdentity(self._cache_namespace(), self._cache_credential)
+        """Each server process is a namespace of its own (``name`` is unique) and one private
+        partition: stdio carries no credentials or session id."""
+        return CacheIdentity(("stdio", self.name), _stdio_partition)
 
     # -- Transport protocol ------------------------------------------------------------------
 
@@ -250,7 +229,7 @@ class StdioTransport(BaseTransport):
             on_block = partial(self._leave, call)
         try:
             try:
-                self._write(message, started + limit, on_block)
+                self._outbox.write(jsonrpc.encode_line(message), started + limit, on_block)
             except TimeoutError:
                 raise errors.timeout_error(limit, cause=("write_timeout",)) from None
             deadline = Deadline.start(options, started)
@@ -283,7 +262,7 @@ class StdioTransport(BaseTransport):
             self._listens[request_id] = route
         try:
             try:
-                self._write(message, time.monotonic() + WRITE_TIMEOUT)
+                self._outbox.write(jsonrpc.encode_line(message), time.monotonic() + WRITE_TIMEOUT)
             except TimeoutError:
                 raise errors.timeout_error(WRITE_TIMEOUT, cause=("write_timeout",)) from None
             accepted = route.wait_ack(options.timeout)
@@ -330,7 +309,7 @@ class StdioTransport(BaseTransport):
             if self._lost is not None:
                 raise _copy(self._lost)
         try:
-            self._write(message, time.monotonic() + WRITE_TIMEOUT)
+            self._outbox.write(jsonrpc.encode_line(message), time.monotonic() + WRITE_TIMEOUT)
         except TimeoutError:
             raise errors.connection_error(
                 "The server does not read its stdin", cause=("write_timeout",)
@@ -361,14 +340,14 @@ class StdioTransport(BaseTransport):
             self._end_listens(self._lost)
             if self._watch is not None:
                 self._watch.cancel()
-            self._seal_stdin()
+            self._outbox.seal()
             self._handlers.shutdown()
             io = hub()
             io.unwatch(self._child.stdout)
             io.unwatch(self._child.stderr)
             if self._child.pidfd is not None:
                 io.unwatch(self._child.pidfd)
-            if self._stdin_watch_used:
+            if self._outbox.watch_used:
                 io.unwatch(self._child.stdin)
             self._report_suppressed()
             process.terminate(self._child, grace=CLOSE_GRACE, term_wait=TERM_WAIT)
@@ -381,220 +360,9 @@ class StdioTransport(BaseTransport):
 
     # -- internals: writing and waiting -------------------------------------------------------
 
-    def _seal_stdin(self) -> None:
-        """End the server's stdin without freeing its descriptor number yet: a writer still in
-        flight (a handler that could not be interrupted) writes into /dev/null, never into a
-        later connection that the OS gave the same number."""
-        with self._outbox_lock:  # no stdin watch is armed after this (_watch_stdin_locked)
-            self._write_closed = True
-        if self._child.is_closed("stdin"):
-            return
-        try:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            try:
-                os.dup2(devnull, self._child.stdin)
-            finally:
-                os.close(devnull)
-        except OSError:
-            pass  # already closed
-        if self._write_lock.acquire(timeout=1.0):  # in-flight writes finish into /dev/null
-            self._write_lock.release()
-
-    def _write(
-        self,
-        message: dict[str, Any],
-        deadline: float,
-        on_block: Callable[[], None] | None = None,
-    ) -> None:
-        """Write one message by ``deadline``; ``TimeoutError`` if it could not even start.
-
-        Concurrent writers combine: whoever holds the write lock writes every queued message,
-        in one system call per batch, and lets go only when the outbox is empty (checked under
-        the outbox lock), so a writer that finds the lock held leaves its message to the holder
-        and returns at once (unless the holder is a reply flush, which never waits: then it
-        takes the lock after it). Replies queued by the reading side (``_unsent``) go first. A
-        message cut off half-way (or a combined write that failed) leaves the stream unusable:
-        the connection is lost (-32000) and every pending request fails.
-        """
-        data = jsonrpc.encode_line(message)
-        with self._outbox_lock:
-            quick = False
-            if self._write_lock.acquire(blocking=False):
-                self._outbox.append(data)
-            elif not self._quick_writer:
-                self._outbox.append(data)
-                return  # the holder sends it before it lets go
-            else:
-                quick = True
-        if quick:
-            # A reply flush holds the lock for a few writes that never wait: take it after.
-            if not self._write_lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
-                raise TimeoutError(errno.ETIMEDOUT, "the write lock stayed held")
-            with self._outbox_lock:
-                self._outbox.append(data)
-        held = True
-        batch: list[bytes] = []
-        unsent = b""
-        first = True
-        try:
-            while True:
-                with self._outbox_lock:
-                    batch, self._outbox = self._outbox, []
-                    if not batch:
-                        held = False
-                        self._write_lock.release()
-                        if self._unsent:
-                            self._watch_stdin_locked()  # replies that came meanwhile
-                        return
-                    unsent = b""
-                    if self._unsent:
-                        unsent = bytes(self._unsent)
-                        self._unsent.clear()
-                if self._write_closed:
-                    raise errors.connection_error("Connection closed", cause=("closed",))
-                payload = batch[0] if len(batch) == 1 else b"".join(batch)
-                if unsent:
-                    payload = unsent + payload
-                process.write_all(self._child.stdin, payload, deadline, on_block)
-                first = False
-        except BrokenPipeError:
-            # Usually the server has exited and the hub has not seen it yet: report the exit.
-            status = process.wait_exit(self._child, EXIT_WAIT)
-            if status is not None:
-                raise self._lose(
-                    errors.connection_error(
-                        f"The server exited with status {status}", cause=("exit_status", status)
-                    )
-                ) from None
-            raise self._lose(
-                errors.connection_error(
-                    "The server closed its stdin (broken pipe)", cause=("port_exit", "epipe")
-                )
-            ) from None
-        except TimeoutError as exc:
-            written = getattr(exc, "characters_written", 0)
-            if written < len(unsent):
-                with self._outbox_lock:  # the replies' rest stays first in line
-                    self._unsent[0:0] = unsent[written:]
-                written = 0
-            else:
-                written -= len(unsent)
-            if written or len(batch) > 1 or not first:
-                raise self._lose(
-                    errors.connection_error(
-                        "The server stopped reading its stdin in the middle of a message",
-                        cause=("write_timeout",),
-                    )
-                ) from None
-            raise
-        except OSError as exc:
-            raise self._lose(
-                errors.connection_error(
-                    f"Writing to the server failed: {exc}", cause=("write", str(exc))
-                )
-            ) from None
-        finally:
-            if held:
-                self._let_go()
-
-    # -- internals: replies from the reading side (never wait; docs/decisions/0027) ------------
-
-    def _reply(self, reply: dict[str, Any]) -> None:
-        """Answer a server request without ever waiting (from the hub, a reading caller or a
-        handler): written now if stdin has room, else queued (at most
-        ``MAX_UNSENT_REPLY_BYTES``) for the hub to write when there is room, or for the next
-        writer; beyond the bound dropped and counted, so a server that does not read its stdin
-        holds up no other connection, and no handler."""
-        data = jsonrpc.encode_line(reply)
-        with self._outbox_lock:
-            if self._write_closed:
-                return
-            dropped = bool(self._unsent) and (
-                len(self._unsent) + len(data) > MAX_UNSENT_REPLY_BYTES
-            )
-            if dropped:
-                self._dropped_replies += 1
-                first_drop = self._dropped_replies == 1
-            else:
-                self._unsent += data
-                if self._stdin_watched or not self._write_lock.acquire(blocking=False):
-                    return  # the hub writes it when stdin has room; a holder arms that watch
-                self._quick_writer = True
-        if dropped:
-            if first_drop:  # the count follows once the queue drains, or at close
-                _log.warning(
-                    "dropping replies to a server that does not read its stdin",
-                    connection=self.name,
-                    queued_bytes=MAX_UNSENT_REPLY_BYTES,
-                )
-            return
-        self._flush_unsent()
-
-    def _flush_unsent(self) -> None:
-        """Holding the write lock as a reply flush: write the queued replies while the pipe has
-        room (one non-blocking write); the rest stays queued and the hub watches for room."""
-        with self._outbox_lock:
-            data = bytes(self._unsent)
-            self._unsent.clear()
-        written = 0
-        if data and not self._write_closed:
-            try:
-                written = os.write(self._child.stdin, data)
-            except BlockingIOError:
-                pass
-            except OSError:
-                written = len(data)  # the server is gone (its exit is seen by the hub): drop
-        dropped = 0
-        with self._outbox_lock:
-            if written < len(data):
-                self._unsent[0:0] = memoryview(data)[written:]
-            elif not self._unsent and self._dropped_replies:
-                dropped, self._dropped_replies = self._dropped_replies, 0
-        self._let_go()
-        if dropped:
-            self._report_dropped(dropped)
-
-    def _let_go(self) -> None:
-        """Release the write lock; replies still queued get the hub's watch for room."""
-        with self._outbox_lock:
-            self._quick_writer = False
-            self._write_lock.release()
-            if self._unsent:
-                self._watch_stdin_locked()
-
-    def _watch_stdin_locked(self) -> None:
-        """(Under the outbox lock.) Have the hub call back when stdin has room, once."""
-        if self._stdin_watched or self._write_closed:
-            return
-        self._stdin_watched = self._stdin_watch_used = True
-        hub().watch_writable(self._child.stdin, self._on_stdin_writable)
-
-    def _on_stdin_writable(self) -> None:
-        """The hub saw room in stdin: write the queued replies (unless a writer holds the lock:
-        it arms the watch again when it lets go)."""
-        with self._outbox_lock:
-            self._stdin_watched = False
-            if self._write_closed:
-                self._unsent.clear()
-                return
-            if not self._unsent or not self._write_lock.acquire(blocking=False):
-                return
-            self._quick_writer = True
-        self._flush_unsent()
-
-    def _report_dropped(self, count: int) -> None:
-        _log.warning(
-            "dropped replies to a server that did not read its stdin",
-            connection=self.name,
-            dropped=count,
-        )
-
     def _report_suppressed(self) -> None:
         """On close: the replies dropped and the warnings suppressed that were not reported."""
-        with self._outbox_lock:
-            dropped, self._dropped_replies = self._dropped_replies, 0
-        if dropped:
-            self._report_dropped(dropped)
+        self._outbox.report_dropped()
         for kind, count in self._warnings.summary().items():
             emit = _log.info if kind == "unknown_id" else _log.warning  # as the records were
             emit("suppressed repeated records", connection=self.name, kind=kind, suppressed=count)
@@ -775,7 +543,8 @@ class StdioTransport(BaseTransport):
             if self._lost is not None:
                 return
         try:
-            self._write(jsonrpc.cancelled_notification(request_id, reason), time.monotonic() + 1.0)
+            note = jsonrpc.encode_line(jsonrpc.cancelled_notification(request_id, reason))
+            self._outbox.write(note, time.monotonic() + 1.0)
         except (McpError, TimeoutError):
             pass
 
@@ -931,6 +700,10 @@ class StdioTransport(BaseTransport):
         if not self._handlers.submit(run):
             self._reply(busy_reply(request_id))
 
+    def _reply(self, reply: dict[str, Any]) -> None:
+        """Answer a server request without ever waiting (``Outbox.reply``)."""
+        self._outbox.reply(jsonrpc.encode_line(reply))
+
     def _on_stdout_eof(self) -> None:
         for line in self._framer.flush():
             self._on_line(line)
@@ -980,8 +753,12 @@ class StdioTransport(BaseTransport):
             status = process.wait_exit(self._child, 1.0)
         self._lose_with_status(status)
 
+    def _exit_status(self) -> int | None:
+        """The server's exit status, waiting ``EXIT_WAIT`` for an exit that usually follows."""
+        return process.wait_exit(self._child, EXIT_WAIT)
+
     def _stdout_closed(self) -> None:
-        self._lose_with_status(process.wait_exit(self._child, EXIT_WAIT))
+        self._lose_with_status(self._exit_status())
 
     def _lose_with_status(self, status: int | None) -> None:
         if status is not None:
@@ -1017,52 +794,8 @@ class StdioTransport(BaseTransport):
         threading.Thread(target=self.close, name=f"snodo-close-{self.name}", daemon=True).start()
 
 
-class _HandlerPool:
-    """At most ``limit`` server-request handlers at once, each a task of its own; interrupted
-    when the connection closes."""
-
-    def __init__(self, limit: int) -> None:
-        self._limit = limit
-        self._running: set[Task] = set()
-        self._lock = threading.Lock()
-        self._closed = False
-
-    def submit(self, fn: Callable[[], None]) -> bool:
-        with self._lock:
-            if self._closed or len(self._running) >= self._limit:
-                return False
-            box: list[Task] = []
-            started = threading.Event()
-
-            def run() -> None:
-                started.wait(5.0)
-                try:
-                    fn()
-                except TaskCancelled:
-                    pass
-                finally:
-                    with self._lock:
-                        self._running.discard(box[0])
-
-            task = Task(run, "snodo-server-request")
-            box.append(task)
-            self._running.add(task)
-        started.set()
-        return True
-
-    def is_running_here(self) -> bool:
-        with self._lock:
-            return any(task.is_current() for task in self._running)
-
-    def shutdown(self, timeout: float = 2.0) -> None:
-        with self._lock:
-            self._closed = True
-            running = list(self._running)
-        for task in running:
-            task.interrupt()
-        deadline = time.monotonic() + timeout
-        for task in running:
-            task.join(max(0.0, deadline - time.monotonic()))
+def _stdio_partition() -> str:
+    return "stdio"
 
 
 def _copy(error: McpError) -> McpError:

@@ -36,7 +36,6 @@ from snodo.protocol.exchange import Deadline, is_progress_for, server_request_re
 from snodo.protocol.headers import (
     MCP_PROTOCOL_VERSION,
     check_user_headers,
-    filter_tools,
     mcp_headers,
     stream_headers,
 )
@@ -79,7 +78,6 @@ __all__ = [
     "READ_SIZE",
     "REFUSAL_READ",
     "HttpTransport",
-    "filter_listed_tools",
 ]
 
 _log = get_logger("snodo.transports.streamable_http")
@@ -119,9 +117,6 @@ class HttpTransport(BaseTransport):
     #: Mcp-Name/Mcp-Param-* headers from tool definitions (the client filters listed tools and
     #: retries a -32020 once); close() sends the session's DELETE itself.
     traits = TransportTraits(header_policy=True, deletes_session_on_close=True)
-    #: Old spellings of the traits, kept while the client moves to ``traits_of``.
-    tool_headers = True
-    deletes_session_on_close = True
 
     def __init__(
         self,
@@ -359,13 +354,15 @@ class HttpTransport(BaseTransport):
 
     # -- cache identity (hashed; see snodo.protocol.caching) -------------------------------------
 
-    def _cache_namespace(self) -> tuple[str, str]:
-        """Public results are shared by the same URL, non-credential headers and TLS options."""
-        return caching.http_namespace(
+    def cache_identity(self) -> CacheIdentity:
+        """Public results are shared by the same URL, non-credential headers and TLS options;
+        the private partition is that of the next request's credentials."""
+        namespace = caching.http_namespace(
             self.url, self._user_headers, self.max_response_bytes, self._tls
         )
+        return CacheIdentity(namespace, self._credential_digest)
 
-    def _cache_credential(self) -> str:
+    def _credential_digest(self) -> str:
         """The private partition: credential headers, the provider's token, client cert, session."""
         token = self._token()
         known = self._credential
@@ -376,10 +373,6 @@ class HttpTransport(BaseTransport):
         )
         self._credential = (token, self.session_id, value)
         return value
-
-    def cache_identity(self) -> CacheIdentity:
-        """The public namespace of the endpoint; the private partition of the next request."""
-        return CacheIdentity(self._cache_namespace(), self._cache_credential)
 
     # -- internals -----------------------------------------------------------------------------
 
@@ -854,16 +847,6 @@ class HttpTransport(BaseTransport):
             raise errors.connection_error(
                 "Could not send the answer to a server request", cause=("server_request", error)
             ) from None
-
-
-def filter_listed_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Leave out tools whose x-mcp-header annotations are invalid, with a warning for each."""
-    kept, dropped = filter_tools(tools)
-    for name, reason in dropped:
-        _log.warning(
-            "left out a tool with an invalid x-mcp-header annotation", tool=name, reason=reason
-        )
-    return kept
 
 
 def _nonce_challenge(challenge: Challenge | None) -> bool:
