@@ -7,7 +7,9 @@ Any class works as a transport when it has a ``connect(init_arg, options)`` clas
 returns an object with ``request(message, options)`` and ``close()`` (``snodo.Transport``).
 This one also has ``notify`` (so session-era connections can open), and it honours the options
 the client passes: ``on_progress`` (progress reports of the request), ``on_server_request``
-(requests the server sends while a call is in flight) and ``timeout``.
+(requests the server sends while a call is in flight) and ``timeout``. The rules every
+transport shares come from ``snodo.protocol.exchange``: the request's ``Deadline``, the
+progress-token rule (the token is the request's id) and the replies to server requests.
 
 It is an example, not a product: one reader thread routes responses to their callers by id and
 progress by token; each server-to-client request is answered on a thread of its own.
@@ -28,6 +30,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import snodo
 from snodo.protocol import errors, jsonrpc
 from snodo.protocol.errors import McpError
+from snodo.protocol.exchange import (
+    Deadline,
+    handler_raised_reply,
+    progress_request_id,
+    server_request_reply,
+)
 from snodo.server import Runtime
 from snodo.server.stdio_server import serve_stdio
 from snodo.transports.base import ConnectOptions, RequestOptions
@@ -77,21 +85,23 @@ class SocketPairTransport:
             if self._closed:
                 raise errors.connection_error("Connection closed")
             self._pending[request_id] = inbox
-        deadline = None if options.timeout is None else time.monotonic() + options.timeout
+        # The request's deadline, with reset_timeout_on_progress and max_total_timeout applied.
+        deadline = Deadline.start(options, time.monotonic())
         try:
             self._send(message)
             while True:
-                wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+                left = deadline.remaining(time.monotonic())
                 try:
-                    kind, value = inbox.get(timeout=wait)
+                    kind, value = inbox.get(timeout=None if left is None else max(0.0, left))
                 except queue.Empty:
                     self._cancel(request_id)
-                    raise errors.timeout_error(options.timeout or 0.0) from None
+                    raise deadline.error() from None
                 if kind == "response":
                     response: dict[str, Any] = value
                     return response
                 if kind == "progress" and options.on_progress is not None:
                     options.on_progress(value)
+                    deadline = deadline.after_progress(time.monotonic())
                 elif kind == "closed":
                     raise errors.connection_error("The connection was closed")
         finally:
@@ -146,9 +156,9 @@ class SocketPairTransport:
                     self._deliver(message.get("id"), ("response", message))
                 elif "id" in message:
                     threading.Thread(target=self._serve_request, args=(message,)).start()
-                elif method == "notifications/progress":
-                    params = message.get("params") or {}
-                    self._deliver(params.get("progressToken"), ("progress", params))
+                elif method == "notifications/progress":  # its token is the request's id
+                    params = message.get("params")
+                    self._deliver(progress_request_id(params), ("progress", params))
         with self._lock:
             self._closed = True
             inboxes = list(self._pending.values())
@@ -162,16 +172,13 @@ class SocketPairTransport:
             inbox.put(item)
 
     def _serve_request(self, request: dict[str, Any]) -> None:
-        """Answer a server-to-client request with the client's input handlers."""
-        method, params = request["method"], request.get("params") or {}
+        """Answer a server-to-client request with the client's input handlers (ping without
+        them); a handler that raises is answered -32603, as snodo's stdio transport does."""
+        request_id, method, params = request["id"], request["method"], request.get("params")
         try:
-            if self._answer is None:
-                raise errors.method_not_found(method)
-            reply = jsonrpc.result_response(request["id"], self._answer(method, params))
-        except McpError as error:
-            reply = jsonrpc.error_response(request["id"], error)
-        except Exception:
-            reply = jsonrpc.error_response(request["id"], errors.internal_error("handler failed"))
+            reply = server_request_reply(request_id, method, params, self._answer)
+        except Exception as exc:
+            reply = handler_raised_reply(request_id, exc)
         try:
             self._send(reply)
         except McpError:

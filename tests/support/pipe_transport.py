@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from snodo.protocol import errors, jsonrpc
-from snodo.protocol.errors import McpError
+from snodo.protocol.exchange import server_request_reply
 from snodo.server import Runtime
 from snodo.server.stdio_server import serve_stdio
 from snodo.transports.base import ConnectOptions, RequestOptions
@@ -122,11 +122,6 @@ class PipeTransport:
 
     @staticmethod
     def _answer(request: dict[str, Any], options: RequestOptions) -> dict[str, Any]:
-        method, params = request["method"], request.get("params") or {}
-        try:
-            if options.on_server_request is None:
-                raise errors.method_not_found(method)
-            result = options.on_server_request(method, params)
-        except McpError as error:
-            return jsonrpc.error_response(request["id"], error)
-        return jsonrpc.result_response(request["id"], result)
+        return server_request_reply(
+            request["id"], request["method"], request.get("params"), options.on_server_request
+        )
