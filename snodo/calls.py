@@ -52,7 +52,7 @@ _ids = itertools.count(1)
 #: Per-call timeouts whose request options a pipeline keeps (programs use a few).
 _TIMED_MAX = 8
 
-Outcome = dict[str, Any] | InputRequired
+#: The input handlers, by kind.
 Handlers = Mapping[str, Callable[[dict[str, Any]], Any]]
 
 
@@ -402,7 +402,7 @@ def _pause(seconds: float) -> None:
 __all__ = [
     "CachedCalls",
     "CallPipeline",
-    "Outcome",
+    "Handlers",
     "Progress",
     "answer_round",
     "answer_server_request",
