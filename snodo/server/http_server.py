@@ -68,7 +68,7 @@ from snodo.server.http_stateless import StatelessEra
 from snodo.server.http_streams import Streams
 from snodo.server.http_workers import Workers
 from snodo.server.runtime import Runtime
-from snodo.server.targets import EXIT_USAGE, TargetError, load_runtime
+from snodo.server.targets import EXIT_USAGE, load_or_report
 from snodo.server.wsgi import (
     BodyTooLarge,
     Bridge,
@@ -545,10 +545,8 @@ def run_http(
     bound.
     """
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
-    try:
-        runtime = load_runtime(target)
-    except TargetError as exc:
-        print(f"snodo.server: error: {exc}", file=sys.stderr, flush=True)
+    runtime = load_or_report(target)
+    if runtime is None:
         return EXIT_USAGE
     try:
         server = serve_http(

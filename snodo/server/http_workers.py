@@ -35,6 +35,7 @@ from snodo.server.jobs import (
     RequestId,
     ServerRequests,
     notification_bytes,
+    response_bytes,
 )
 from snodo.server.runtime import Runtime
 from snodo.server.wsgi import Bridge, Request
@@ -116,16 +117,8 @@ def json_reply(
 
 def encoded(response: dict[str, Any], stateless: bool) -> tuple[bytes, int]:
     """A response's JSON and its HTTP status (the stateless era's error statuses)."""
-    try:
-        payload = jsonrpc.encode(response)
-    except (TypeError, ValueError) as exc:
-        _log.warning("a result could not be encoded", id=response.get("id"), error=str(exc))
-        response = jsonrpc.error_response(
-            response.get("id"),
-            McpError(INTERNAL_ERROR, f"Internal error: the result is not JSON ({exc})"),
-        )
-        payload = jsonrpc.encode(response)
-    return payload, rules.stateless_status(response) if stateless else 200
+    payload, sent = response_bytes(response, jsonrpc.encode)
+    return payload, rules.stateless_status(sent) if stateless else 200
 
 
 class Workers:

@@ -47,6 +47,7 @@ __all__ = [
     "ServerRequests",
     "cancelled_error",
     "notification_bytes",
+    "response_bytes",
 ]
 
 RequestId = str | int
@@ -63,6 +64,22 @@ class Cancellable(Protocol):
 def cancelled_error() -> McpError:
     """What a cancelled request's pending work fails with (its progress, its server requests)."""
     return McpError(CONNECTION_CLOSED, "Request cancelled by the client", kind="transport")
+
+
+def response_bytes(
+    response: dict[str, Any], encode: Callable[[Any], bytes]
+) -> tuple[bytes, dict[str, Any]]:
+    """A response encoded, and the response that was: a result that is not JSON becomes a
+    -32603 error (logged) rather than no answer at all."""
+    try:
+        return encode(response), response
+    except (TypeError, ValueError) as exc:
+        _log.warning("a result could not be encoded", id=response.get("id"), error=str(exc))
+        failed = jsonrpc.error_response(
+            response.get("id"),
+            McpError(INTERNAL_ERROR, f"Internal error: the result is not JSON ({exc})"),
+        )
+        return encode(failed), failed
 
 
 def notification_bytes(

@@ -60,7 +60,14 @@ from snodo.protocol.errors import INTERNAL_ERROR, PARSE_ERROR, McpError, connect
 from snodo.protocol.framing import LineFramer, Oversized
 from snodo.server.context import Peer, RequestId, ServerSession
 from snodo.server.dispatch import dispatch
-from snodo.server.jobs import Inflight, Job, JobTable, ServerRequests, notification_bytes
+from snodo.server.jobs import (
+    Inflight,
+    Job,
+    JobTable,
+    ServerRequests,
+    notification_bytes,
+    response_bytes,
+)
 from snodo.server.runtime import Runtime
 from snodo.server.stdio_io import Writer, reader, std_streams
 from snodo.server.subscriptions import (
@@ -68,7 +75,7 @@ from snodo.server.subscriptions import (
     close_session_channel,
     open_session_channel,
 )
-from snodo.server.targets import EXIT_USAGE, TargetError, load_runtime
+from snodo.server.targets import EXIT_USAGE, TargetError, load_or_report, load_runtime
 
 __all__ = [
     "DEFAULT_MAX_CONCURRENCY",
@@ -366,19 +373,8 @@ class _Server:
     # -- output ----------------------------------------------------------------------------
 
     def _send_response(self, response: dict[str, Any] | None) -> None:
-        if response is None:
-            return
-        try:
-            data = jsonrpc.encode_line(response)
-        except (TypeError, ValueError) as exc:
-            _log.warning("a result could not be encoded", id=response.get("id"), error=str(exc))
-            data = jsonrpc.encode_line(
-                jsonrpc.error_response(
-                    response.get("id"),
-                    McpError(INTERNAL_ERROR, f"Internal error: the result is not JSON ({exc})"),
-                )
-            )
-        self._out.write(data)
+        if response is not None:
+            self._out.write(response_bytes(response, jsonrpc.encode_line)[0])
 
     def _send_error(self, rid: RequestId | None, error: McpError) -> None:
         self._out.write(jsonrpc.encode_line(jsonrpc.error_response(rid, error)))
@@ -406,10 +402,8 @@ def run(
         # reach the protocol stream either.
         with std_streams(True, True) as (proto_in, proto_out):
             assert proto_in is not None and proto_out is not None
-            try:
-                runtime = load_runtime(target)
-            except TargetError as exc:
-                print(f"snodo.server: error: {exc}", file=sys.stderr, flush=True)
+            runtime = load_or_report(target)
+            if runtime is None:
                 return EXIT_USAGE
             return serve_stdio(
                 runtime,

@@ -10,7 +10,7 @@ from typing import Any, Final
 
 from snodo.server.runtime import Runtime
 
-__all__ = ["EXIT_USAGE", "TargetError", "load_runtime"]
+__all__ = ["EXIT_USAGE", "TargetError", "load_or_report", "load_runtime"]
 
 #: Exit status for a bad ``MODULE:ATTR`` (and bad command-line usage).
 EXIT_USAGE: Final = 2
@@ -68,3 +68,12 @@ def load_runtime(target: str) -> Runtime:
     if not isinstance(made, Runtime):
         raise TargetError(f"{target}() returned {type(made).__name__}, not a Runtime")
     return made
+
+
+def load_or_report(target: str) -> Runtime | None:
+    """:func:`load_runtime`, or ``None`` once the reason it failed is on stderr."""
+    try:
+        return load_runtime(target)
+    except TargetError as exc:
+        print(f"snodo.server: error: {exc}", file=sys.stderr, flush=True)
+        return None
