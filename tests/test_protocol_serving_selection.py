@@ -16,10 +16,10 @@ from snodo.protocol.meta import (
     PROTOCOL_VERSION_KEY,
 )
 from snodo.protocol.serving.selection import (
+    CAPABILITIES_PROBLEM,
     INITIALIZE,
     PONG,
     Refused,
-    CAPABILITIES_PROBLEM,
     check_envelope,
     meta_keys_problem,
     progress_token_problem,
