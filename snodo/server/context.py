@@ -127,8 +127,6 @@ class Context:
         "_cancelled",
         "_log_level",
         "_notify",
-        "_peer",
-        "_rounds",
         "_seq",
         "_sink",
         "_stateless",
@@ -137,7 +135,9 @@ class Context:
         "client_info",
         "meta",
         "method",
+        "peer",
         "request_id",
+        "rounds",
         "version",
     )
 
@@ -147,6 +147,11 @@ class Context:
     client_capabilities: dict[str, Any]
     client_info: dict[str, Any] | None
     meta: dict[str, Any]
+    #: The multi round-trip state of this request (``None`` when its method has none); dispatch
+    #: owns it (:mod:`snodo.server.rounds`).
+    rounds: Rounds | None
+    #: The transport's offer for the connection this request came on.
+    peer: Peer | None
 
     def __init__(
         self,
@@ -171,8 +176,8 @@ class Context:
         self.client_info = client_info
         self.meta = meta
         self._stateless = stateless
-        self._rounds = rounds
-        self._peer = peer
+        self.rounds = rounds
+        self.peer = peer
         self._sink = progress if progress_token is not None else None
         self._token = progress_token
         self._seq = 0
@@ -190,18 +195,8 @@ class Context:
     @property
     def round(self) -> int:
         """How many ``input_required`` rounds came before this run (stateless era; else 0)."""
-        rounds = self._rounds
+        rounds = self.rounds
         return 0 if rounds is None else rounds.round
-
-    @property
-    def rounds(self) -> Rounds | None:
-        """The multi round-trip state of this request (``None`` when its method has none)."""
-        return self._rounds
-
-    @property
-    def peer(self) -> Peer | None:
-        """The transport's offer for the connection this request came on."""
-        return self._peer
 
     @property
     def cancelled(self) -> bool:
@@ -308,7 +303,7 @@ class Context:
 
         The session era has no retry protocol: -32603 "Server busy".
         """
-        if self._stateless and self._rounds is not None:
+        if self._stateless and self.rounds is not None:
             raise RetryLaterSignal()
         raise McpError(INTERNAL_ERROR, "Server busy; retry later")
 
@@ -325,7 +320,7 @@ class Context:
     def _ask_stateless(
         self, requests: dict[str, tuple[str, dict[str, Any]]]
     ) -> dict[str, dict[str, Any]]:
-        rounds = self._rounds
+        rounds = self.rounds
         if rounds is None:
             raise McpError(INTERNAL_ERROR, f"{self.method} cannot ask the client for input")
         answers = rounds.answers
@@ -365,7 +360,7 @@ class Context:
             raise invalid_params(
                 f"Client does not support {names} (not declared in its initialize capabilities)"
             )
-        send = self._peer.server_request if self._peer is not None else None
+        send = self.peer.server_request if self.peer is not None else None
         if send is None:
             raise McpError(INTERNAL_ERROR, "This transport cannot send server requests")
         return _checked_answer(key, method, params, send(method, params))

@@ -80,17 +80,36 @@ def dispatch(
             return _error(kind.id, kind.error)
         return None  # a response to a server request: the transport routes those itself
     rid = message["id"]
+    method = message["method"]
     params = message.get("params")
+    if params is None:
+        params = {}
+    session = peer.session
+    meta = params.get("_meta")
     try:
-        result = _serve(
-            runtime,
-            rid,
-            message["method"],
-            {} if params is None else params,
-            peer,
-            progress,
-            notify,
+        selection = select_version(
+            method,
+            meta,
+            session.version if session is not None else None,
+            runtime.stateless_dialects,
+            runtime.session_dialects,
+            runtime.enabled_versions,
         )
+        action = selection.action
+        if action == "stateless":
+            assert selection.dialect is not None and type(meta) is dict
+            result = _serve_stateless(
+                runtime, selection.dialect, rid, method, params, meta, peer, progress, notify
+            )
+        elif action == "session":
+            assert selection.dialect is not None and session is not None
+            result = _serve_session(
+                runtime, selection.dialect, session, rid, method, params, peer, progress, notify
+            )
+        elif action == "initialize":
+            result = _initialize(runtime, params, peer)
+        else:
+            result = {}  # a bare ping before initialize
     except McpError as exc:
         return {"jsonrpc": "2.0", "id": rid, "error": exc.to_wire()}
     except ListenStarted:
@@ -117,39 +136,6 @@ def _notification(method: str, params: object, peer: Peer) -> None:
         if session is not None and session.version is not None:
             session.initialized = True
     # Every other notification is ignored.
-
-
-def _serve(
-    rt: Runtime,
-    rid: str | int,
-    method: str,
-    params: dict[str, Any],
-    peer: Peer,
-    sink: ProgressSink | None,
-    notify: NotifySink | None,
-) -> Result:
-    session = peer.session
-    meta = params.get("_meta")
-    selection = select_version(
-        method,
-        meta,
-        session.version if session is not None else None,
-        rt.stateless_dialects,
-        rt.session_dialects,
-        rt.enabled_versions,
-    )
-    action = selection.action
-    if action == "stateless":
-        assert selection.dialect is not None and type(meta) is dict
-        return _serve_stateless(
-            rt, selection.dialect, rid, method, params, meta, peer, sink, notify
-        )
-    if action == "session":
-        assert selection.dialect is not None and session is not None
-        return _serve_session(
-            rt, selection.dialect, session, rid, method, params, peer, sink, notify
-        )
-    return _initialize(rt, params, peer) if action == "initialize" else {}
 
 
 def _serve_stateless(
