@@ -27,6 +27,7 @@ from snodo.protocol.jsonrpc import RequestId
 __all__ = [
     "Deadline",
     "Timing",
+    "Within",
     "answered_without_handler",
     "busy_reply",
     "handler_raised_reply",
@@ -58,21 +59,27 @@ class Timing(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class Within:
+    """A plain timeout, for a :class:`Deadline` with no progress rule and no cap."""
+
+    timeout: float | None
+    reset_timeout_on_progress: bool = False
+    max_total_timeout: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Deadline:
     """When a request in flight times out, as monotonic times (None: never).
 
-    ``expires`` is the timeout's end; with ``reset_timeout_on_progress`` each progress report
-    moves it (:meth:`after_progress`) and ``cap`` (``max_total_timeout`` after the start)
-    bounds the whole request.
+    ``expires`` is the end of ``timing.timeout``; with ``reset_timeout_on_progress`` each
+    progress report moves it (:meth:`after_progress`) and ``cap`` (``max_total_timeout`` after
+    the start) bounds the whole request. Built once per request (three fields: it is on the
+    request hot path).
     """
 
     expires: float | None
-    cap: float | None = None
-    #: The timeout (seconds) and, when progress moves ``expires``, the bound (seconds).
-    timeout: float | None = None
-    total: float | None = None
-    #: Progress moves ``expires`` (reset_timeout_on_progress with a timeout).
-    resets: bool = False
+    cap: float | None
+    timing: Timing
 
     @classmethod
     def start(cls, timing: Timing, now: float) -> Deadline:
@@ -80,22 +87,28 @@ class Deadline:
         timeout = timing.timeout
         expires = None if timeout is None else now + timeout
         if not timing.reset_timeout_on_progress:
-            return cls(expires, None, timeout)
+            return cls(expires, None, timing)
         total = timing.max_total_timeout
-        cap = None if total is None else now + total
-        return cls(expires, cap, timeout, total, timeout is not None)
+        return cls(expires, None if total is None else now + total, timing)
 
     @classmethod
     def within(cls, timeout: float | None, now: float) -> Deadline:
         """A plain ``timeout`` from ``now`` (no progress rule, no cap)."""
-        return cls(None if timeout is None else now + timeout, None, timeout)
+        return cls(None if timeout is None else now + timeout, None, Within(timeout))
+
+    @property
+    def resets(self) -> bool:
+        """Progress moves ``expires`` (reset_timeout_on_progress, with a timeout)."""
+        timing = self.timing
+        return timing.reset_timeout_on_progress and timing.timeout is not None
 
     def after_progress(self, now: float) -> Deadline:
         """The deadline after a progress report at ``now`` (itself unless progress resets it)."""
-        if not self.resets:
+        timing = self.timing
+        timeout = timing.timeout
+        if timeout is None or not timing.reset_timeout_on_progress:
             return self
-        assert self.timeout is not None
-        return Deadline(now + self.timeout, self.cap, self.timeout, self.total, True)
+        return Deadline(now + timeout, self.cap, timing)
 
     def ends(self) -> float | None:
         """The earlier of ``expires`` and ``cap`` (None: never)."""
@@ -124,8 +137,8 @@ class Deadline:
         first, else "Request timed out" (with ``cause``)."""
         cap = self.cap
         if cap is not None and (self.expires is None or cap <= self.expires):
-            return errors.max_total_timeout_error(self.total or 0.0)
-        return errors.timeout_error(self.timeout or 0.0, cause=cause)
+            return errors.max_total_timeout_error(self.timing.max_total_timeout or 0.0)
+        return errors.timeout_error(self.timing.timeout or 0.0, cause=cause)
 
 
 # -- progress ----------------------------------------------------------------------------------
