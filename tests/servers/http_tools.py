@@ -9,7 +9,7 @@ state across tests:
 - ``meet``: waits at ``probe.barrier`` (all callers must be running at once) and returns.
 - ``headered``: ``x-mcp-header`` on a string, an integer, a boolean and a nested string.
 - ``café``: a tool whose name needs the base64 sentinel in ``Mcp-Name``.
-- ``ask_twice``: two elicitations in a row (initialize era: two server requests).
+- ``ask_twice``: two elicitations in a row (session era: two server requests).
 """
 
 from __future__ import annotations
