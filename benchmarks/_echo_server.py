@@ -2,7 +2,7 @@
 
     python benchmarks/_echo_server.py [--no-discover]
 
-It answers ``initialize`` (with the client's version when it is an initialize-era one), ``ping``,
+It answers ``initialize`` (with the client's version when it is a session-era one), ``ping``,
 ``tools/list``, ``tools/call`` and ``server/discover`` (2026-07-28; with --no-discover it is
 -32601, as in the research note's raw_server.py, so probing clients fall back to initialize).
 Notifications are ignored. It does almost nothing per message, so the client is the bottleneck.

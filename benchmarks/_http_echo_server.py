@@ -8,7 +8,7 @@ stdlib's ``http.server`` parses every head with the ``email`` package, which cos
 times as much per request. It prints ``PORT <port>`` on stdout once it listens. Every POST to
 any path is one JSON-RPC message answered with one JSON body (never an event stream):
 
-* ``initialize`` (the client's version when it is an initialize-era one, and an
+* ``initialize`` (the client's version when it is a session-era one, and an
   ``Mcp-Session-Id``), ``ping``, ``tools/list``, ``tools/call`` (echo) and ``server/discover``
   (2026-07-28) are answered; anything else is -32601.
 * A notification or a response is answered ``202 Accepted`` with no body.
@@ -31,7 +31,7 @@ import uuid
 from typing import Any
 
 HANDSHAKE = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
-MODERN = "2026-07-28"
+STATELESS = "2026-07-28"
 ENVELOPE = "io.modelcontextprotocol/protocolVersion"
 CACHEABLE = ("tools/list", "server/discover")
 INFO = {"name": "bench-http-echo", "version": "1.0"}
@@ -60,7 +60,7 @@ def answer(method: str, params: dict[str, Any]) -> dict[str, Any] | None:
         return {"protocolVersion": version, "capabilities": {"tools": {}}, "serverInfo": INFO}
     if method == "server/discover":
         return {
-            "supportedVersions": [MODERN],
+            "supportedVersions": [STATELESS],
             "capabilities": {"tools": {}},
             "_meta": {"io.modelcontextprotocol/serverInfo": INFO},
         }

@@ -5,7 +5,7 @@
 Both sides serve one tool, ``echo(text) -> text``, in the same process as the client:
 
 * snodo: ``snodo.direct(runtime)`` on a ``snodo.server.Runtime``, pinned to 2026-07-28 and to
-  2025-11-25 (an initialize-era session negotiated through the Runtime).
+  2025-11-25 (a session-era session negotiated through the Runtime).
 * SDK (``mcp`` 2.3.0): ``mcp.Client(MCPServer)`` inside ``anyio.run``. ``mode="2026-07-28"`` drives
   the SDK's direct per-request path (no JSON-RPC framing), ``mode="legacy"`` the 2025-11-25
   initialize handshake over its in-memory streams.

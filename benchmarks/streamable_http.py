@@ -28,7 +28,7 @@ machine's cores):
   the research notes' baseline (section 6: 295 calls/s sequential, 520 with 16 callers), except
   that it logs at WARNING and without uvicorn's access log (by default both log every request).
   It is slower than either client, so both are capped by it: no target applies there. Its
-  2026-07-28 answers to a quick tool are JSON; its initialize-era answers are event streams.
+  2026-07-28 answers to a quick tool are JSON; its session-era answers are event streams.
 * ``fast``: ``benchmarks/_http_echo_server.py``, a tiny stdlib server (a thread per connection,
   minimal HTTP/1.1 parsing, TCP_NODELAY, JSON answers; about 35 µs of CPU per request) that makes
   the client the bottleneck.

@@ -4,7 +4,7 @@
 
 The tools, resources, prompts and completion the suite's server scenarios call, by the names
 the official SDKs' everything-servers use, written once with snodo's server API: the same
-handler serves the initialize-era versions (server-to-client requests) and 2026-07-28
+handler serves the session-era versions (server-to-client requests) and 2026-07-28
 (``input_required`` rounds).
 """
 

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
-from snodo._log import get_logger
 from snodo.calls import CachedCalls, CallPipeline, Progress
+from snodo.log import get_logger
 from snodo.options import (
     NO_CALL_OPTIONS,
     CallOptions,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from snodo.calls import answer_server_request, next_request_id
 from snodo.client import Client
@@ -24,10 +24,10 @@ from snodo.protocol.errors import McpError, invalid_params
 from snodo.protocol.negotiation import Session
 from snodo.transports.base import (
     ConnectOptions,
+    NotifyingTransport,
     RequestOptions,
-    SessionTransport,
     Transport,
-    supports_notify,
+    session_id_of,
 )
 
 if TYPE_CHECKING:
@@ -217,7 +217,7 @@ def initialize_session(
     transport: Transport, options: ClientOptions, version: str, dialect: Dialect
 ) -> Session:
     """Run ``initialize`` + ``notifications/initialized`` on ``transport`` and check the verdict."""
-    if not supports_notify(transport):
+    if not isinstance(transport, NotifyingTransport):
         raise invalid_params(
             "This transport cannot send notifications, so it cannot open a session-era session",
             {"requested": version},
@@ -236,12 +236,9 @@ def initialize_session(
     session = negotiation.initialize_verdict(
         response.get("result"),
         options.protocol,
-        # Mcp-Session-Id, when the transport captured one
-        session_id=transport.session_id if isinstance(transport, SessionTransport) else None,
+        session_id=session_id_of(transport),  # Mcp-Session-Id, when the transport captured one
     )
-    # supports_notify() said it has notify; a custom transport may lack session_id.
-    notifying = cast("SessionTransport", transport)
-    notifying.notify(
+    transport.notify(
         jsonrpc.notification("notifications/initialized"),
         RequestOptions(dialect=dialects.get(session.version), timeout=options.timeout),
     )

@@ -22,8 +22,8 @@ from typing import Any
 
 import pykka
 
-from snodo._log import get_logger
 from snodo.actors.subscription_stream import SubscriptionStream
+from snodo.log import get_logger
 from snodo.protocol import errors
 from snodo.protocol import subscriptions as subs
 from snodo.protocol.dialects import Dialect
@@ -33,7 +33,7 @@ from snodo.protocol.subscriptions import Closed, Event, Notification, Subscripti
 from snodo.supervision import (
     CallTimeout,
     Owner,
-    Watch,
+    OwnerWatch,
     call,
     current_owner,
     owner_of,
@@ -116,7 +116,7 @@ class Subscription:
         self.accepted: dict[str, Any] = listening.accepted
         self._mailbox = mailbox
         self._listening: Listening | None = listening
-        self._watch: Watch | None = None
+        self._watch: OwnerWatch | None = None
         self._lock = threading.Lock()
         self._ended = False  # Closed was returned, or close() ran
         self._cancelled = False
@@ -218,7 +218,7 @@ class Subscription:
 
     def _owner_down(self, reason: Any) -> None:
         """The owner ended: cancel off the watcher's thread, and stop the stream."""
-        from snodo._tasks import Task
+        from snodo.interruptible import Task
 
         def cancel() -> None:
             self._cancel_transport()

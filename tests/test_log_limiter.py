@@ -1,4 +1,4 @@
-"""``snodo._log.WarningLimiter``: repeated records of one kind are rate-limited with the count of
+"""``snodo.log.WarningLimiter``: repeated records of one kind are rate-limited with the count of
 what was suppressed (issue 12, item 9: one garbage line must not be one WARNING record). The clock
 is injected, so no test sleeps."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from snodo._log import WarningLimiter
+from snodo.log import WarningLimiter
 
 
 class Clock:

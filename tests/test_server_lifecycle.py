@@ -232,7 +232,7 @@ def test_initialize_without_a_session_is_an_internal_error() -> None:
 
 
 def test_initialize_on_a_stateless_only_runtime_is_method_not_found() -> None:
-    """initialize only exists when the runtime enables an session-era version."""
+    """initialize only exists when the runtime enables a session-era version."""
     message = {
         "jsonrpc": "2.0",
         "id": 1,
@@ -299,7 +299,7 @@ def test_unsupported_version_is_32022_with_supported_and_requested() -> None:
 
 
 def test_session_era_version_in_meta_is_32022_on_a_dual_runtime() -> None:
-    """A stateless request naming an session-era version cannot be served statelessly."""
+    """A stateless request naming a session-era version cannot be served statelessly."""
     response = raw(tools_only(), stateless_message("tools/list", version="2025-11-25"))
     assert response is not None
     assert response["error"]["code"] == -32022

@@ -15,10 +15,10 @@ from snodo.protocol.dialects import SUPPORTED_VERSIONS
 from snodo.server import Runtime
 from snodo.transports.base import (
     ConnectOptions,
+    ListeningTransport,
+    NotifyingTransport,
     RequestOptions,
-    supports_delete_session,
-    supports_listen,
-    supports_notify,
+    SessionEndingTransport,
 )
 from tests.support import client_runtime
 from tests.support.client_calls import check_calls, check_errors
@@ -150,9 +150,9 @@ def test_without_notify_only_2026_connections_open(runtime: Any) -> None:
     """notify is optional: without it 2026-07-28 opens, a session-era session is -32602."""
     transport = RequestOnly(runtime)
     try:
-        assert not supports_notify(transport)
-        assert not supports_listen(transport)
-        assert not supports_delete_session(transport)
+        assert not isinstance(transport, NotifyingTransport)
+        assert not isinstance(transport, ListeningTransport)
+        assert not isinstance(transport, SessionEndingTransport)
     finally:
         transport.close()
     with snodo.connect((RequestOnly, runtime)) as client:

@@ -16,8 +16,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Literal
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from snodo._log import get_logger
 from snodo.auth import Challenge
+from snodo.log import get_logger
 from snodo.oauth import discovery as d
 from snodo.oauth import endpoints
 from snodo.oauth.authorization_http import OAuthHttp

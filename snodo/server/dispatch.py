@@ -174,10 +174,7 @@ def _serve_stateless(
         meta.get(LOG_LEVEL_KEY),
     )
     inflight = peer.inflight
-    contexts = inflight.contexts
-    contexts[rid] = ctx
-    if inflight.jobs is not None:  # a job cancelled before this registration cancels ctx
-        inflight.jobs.attach(rid, ctx)
+    inflight.register(rid, ctx)
     try:
         result = handler(rt, ctx, params)
         result["resultType"] = "complete"
@@ -192,8 +189,7 @@ def _serve_stateless(
         assert rounds is not None
         result = input_required(rounds, rt.state_secret, None)
     finally:
-        if contexts.get(rid) is ctx:
-            del contexts[rid]
+        inflight.release(rid, ctx)
     result_meta = result.get("_meta")
     server_info = rt.server_info_for(dialect.version)
     if result_meta is None:
@@ -249,15 +245,11 @@ def _serve_session(
         session.log_level or "debug",
     )
     inflight = peer.inflight
-    contexts = inflight.contexts
-    contexts[rid] = ctx
-    if inflight.jobs is not None:  # a job cancelled before this registration cancels ctx
-        inflight.jobs.attach(rid, ctx)
+    inflight.register(rid, ctx)
     try:
         return handler(rt, ctx, params)
     finally:
-        if contexts.get(rid) is ctx:
-            del contexts[rid]
+        inflight.release(rid, ctx)
 
 
 def _initialize(rt: Runtime, params: dict[str, Any], peer: Peer) -> Result:

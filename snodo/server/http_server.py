@@ -54,7 +54,7 @@ import gevent.event
 import gevent.pool
 import gevent.pywsgi
 
-from snodo._log import get_logger
+from snodo.log import get_logger
 from snodo.protocol import jsonrpc
 from snodo.protocol.errors import (
     INTERNAL_ERROR,

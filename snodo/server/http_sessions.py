@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from snodo._log import get_logger
+from snodo.log import get_logger
 from snodo.protocol import jsonrpc
 from snodo.protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, McpError
 from snodo.protocol.serving import http_rules as rules

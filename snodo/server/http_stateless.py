@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator
 from functools import partial
 from typing import Any
 
-from snodo._log import get_logger
+from snodo.log import get_logger
 from snodo.protocol import jsonrpc
 from snodo.protocol.errors import HEADER_MISMATCH, INTERNAL_ERROR, McpError, connection_error
 from snodo.protocol.serving import http_rules as rules

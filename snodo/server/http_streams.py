@@ -19,7 +19,7 @@ from typing import Any, Final
 
 import gevent.event
 
-from snodo._log import get_logger
+from snodo.log import get_logger
 from snodo.protocol.errors import INTERNAL_ERROR, McpError
 from snodo.protocol.serving.event_stream import KEEPALIVE, event_id, priming_event, sse_event
 from snodo.server.wsgi import SSE_HEADERS, Bridge, DisconnectWatch, Request, error_body, status_line

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Final
 
-from snodo._log import get_logger
+from snodo.log import get_logger
 from snodo.protocol import jsonrpc
 from snodo.protocol.errors import INTERNAL_ERROR, McpError, connection_error
 from snodo.protocol.serving import http_rules as rules

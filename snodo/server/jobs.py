@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from snodo._log import get_logger
+from snodo.log import get_logger
 from snodo.protocol import jsonrpc
 from snodo.protocol.errors import (
     CONNECTION_CLOSED,
@@ -225,10 +225,9 @@ class Inflight:
     """``Peer.inflight``: the Contexts of the requests a peer is serving, by id, so that
     ``notifications/cancelled`` can mark them.
 
-    dispatch registers a request's Context in :attr:`contexts` (a plain dict: this runs on
-    every request) and, when :attr:`jobs` is set, hands it to the current worker's job
-    (:meth:`JobTable.attach`, see the module docstring); it removes the Context when the
-    request ends.
+    dispatch registers a request's Context (:meth:`register`: a dict write and, when
+    :attr:`jobs` is set, the hand-off to the current worker's job, :meth:`JobTable.attach`, see
+    the module docstring) and releases it when the request ends (:meth:`release`).
     """
 
     __slots__ = ("contexts", "jobs")
@@ -236,6 +235,18 @@ class Inflight:
     def __init__(self, jobs: JobTable | None = None) -> None:
         self.contexts: dict[RequestId, Cancellable] = {}
         self.jobs = jobs
+
+    def register(self, rid: RequestId, context: Cancellable) -> None:
+        """A request starts: a job cancelled before this registration cancels ``context``."""
+        self.contexts[rid] = context
+        if self.jobs is not None:
+            self.jobs.attach(rid, context)
+
+    def release(self, rid: RequestId, context: Cancellable) -> None:
+        """The request ended: forget its Context (unless a newer request reused the id)."""
+        contexts = self.contexts
+        if contexts.get(rid) is context:
+            del contexts[rid]
 
     def cancel(self, rid: RequestId) -> None:
         """Mark the Context of ``rid`` cancelled, if one is registered."""

@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO, Final, TypeVar
 
-from snodo._log import get_logger
+from snodo.log import get_logger
 from snodo.supervision.owner import green_mode
 
 __all__ = ["READ_SIZE", "Writer", "reader", "std_streams"]

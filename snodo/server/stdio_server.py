@@ -54,7 +54,7 @@ from collections.abc import Iterator
 from functools import partial
 from typing import Any, BinaryIO, Final
 
-from snodo._log import get_logger
+from snodo.log import get_logger
 from snodo.protocol import jsonrpc
 from snodo.protocol.errors import INTERNAL_ERROR, PARSE_ERROR, McpError, connection_error
 from snodo.protocol.framing import LineFramer, Oversized

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from snodo._log import get_logger
+from snodo.log import get_logger
 from snodo.protocol import subscriptions as subs
 
 __all__ = [

@@ -75,7 +75,7 @@ from pykka import ActorRef, ThreadingFuture
 from pykka._envelope import Envelope  # noqa: PLC2701  # Pykka's message carrier (see above)
 from pykka.messages import _ActorStop  # noqa: PLC2701  # what ref.stop() sends (see above)
 
-from snodo._log import get_logger
+from snodo.log import get_logger
 from snodo.supervision.core import (
     PROC_ATTR,
     Ending,

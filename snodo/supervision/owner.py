@@ -44,7 +44,7 @@ from typing import Any, Literal, TypeAlias
 
 import pykka
 
-from snodo._log import get_logger
+from snodo.log import get_logger
 from snodo.supervision.actor import exit_reason
 from snodo.supervision.core import add_exit_callback, current_actor, proc_of
 from snodo.supervision.reasons import KILLED, NORMAL, Crash, Reason
@@ -53,7 +53,6 @@ __all__ = [
     "Owner",
     "OwnerKind",
     "OwnerWatch",
-    "Watch",
     "current_owner",
     "green_mode",
     "owner_of",
@@ -343,10 +342,6 @@ def watch(owner: Owner, callback: Callable[[Reason], None]) -> OwnerWatch:
     actor, set an event); its exceptions are logged and dropped.
     """
     return OwnerWatch(owner, callback)
-
-
-Watch = OwnerWatch
-"""Transitional: the old name, until transports/stdio.py and subscription.py say OwnerWatch."""
 
 
 def _on_end(owner: Owner, fire: Callable[[Reason], None]) -> Callable[[], bool]:

@@ -63,7 +63,7 @@ from collections.abc import Callable
 from itertools import count
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
-from snodo._log import get_logger
+from snodo.log import get_logger
 from snodo.supervision.actor import Actor
 from snodo.supervision.core import Ending, ExcInfo, exc_info, running, service_thread
 from snodo.supervision.inbox import BaseInbox

@@ -42,7 +42,7 @@ import pykka
 from pykka import ActorRef
 from pykka._envelope import Envelope  # noqa: PLC2701  # Pykka's message carrier (actor.py)
 
-from snodo._log import get_logger
+from snodo.log import get_logger
 from snodo.supervision.core import add_exit_callback, is_snodo_actor, service_thread
 from snodo.supervision.inbox import BaseInbox
 from snodo.supervision.reasons import InboxFull, SupervisionError

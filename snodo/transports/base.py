@@ -27,19 +27,18 @@ __all__ = [
     "CacheIdentity",
     "ConnectOptions",
     "ListeningTransport",
+    "NotifyingTransport",
     "ProgressSink",
     "RequestOptions",
     "ServerRequestHandler",
     "SessionEndingTransport",
-    "SessionTransport",
     "Transport",
     "TransportClass",
     "TransportTraits",
     "cache_identity_of",
+    "named_cache_identity",
     "session_events_of",
-    "supports_delete_session",
-    "supports_listen",
-    "supports_notify",
+    "session_id_of",
     "traits_of",
 ]
 
@@ -109,19 +108,21 @@ class CacheIdentity:
 class Transport(Protocol):
     """A connection to one MCP server: ``request`` and ``close`` are required.
 
-    Optional methods, looked up when needed:
+    Optional methods, each declared by a protocol the client checks with ``isinstance``:
 
-    - ``notify(message, options) -> None`` sends a notification (``notifications/initialized``).
-      Without it only 2026-07-28 connections can open (session-era ones are -32602).
-    - ``listen(message, options, sink) -> Listening`` opens a ``subscriptions/listen`` stream
-      (2026-07-28; ``snodo.transports.listening`` has the sink and the handle); without it
-      ``Client.listen()`` raises TypeError there (see :func:`supports_listen`).
-    - ``delete_session(timeout) -> None`` ends the session the server identified; the client
-      calls it on close when the session has an id.
+    - :class:`NotifyingTransport`: ``notify(message, options) -> None`` sends a notification
+      (``notifications/initialized``). Without it only 2026-07-28 connections can open
+      (session-era ones are -32602).
+    - :class:`ListeningTransport`: ``listen(message, options, sink) -> Listening`` opens a
+      ``subscriptions/listen`` stream (2026-07-28; ``snodo.transports.listening`` has the sink
+      and the handle); without it ``Client.listen()`` raises TypeError there.
+    - :class:`SessionEndingTransport`: ``delete_session(timeout) -> None`` ends the session the
+      server identified; the client calls it on close when the session has an id.
 
     A session-era session is carried by the transport, not by the client: after
-    ``initialize`` the client reads the transport's ``session_id`` attribute (the
-    ``Mcp-Session-Id`` response header an HTTP-like transport captured; absent or None if none);
+    ``initialize`` the client reads the transport's ``session_id`` attribute through
+    :func:`session_id_of` (the ``Mcp-Session-Id`` response header an HTTP-like transport
+    captured; absent or None if none);
     the transport adds the session headers (``MCP-Protocol-Version`` from
     ``options.dialect.version`` and the session id) to later requests itself; and a request the
     server sends during a call is answered with
@@ -160,26 +161,9 @@ class TransportClass(Protocol):
         ...
 
 
-def supports_notify(transport: object) -> bool:
-    """True when the transport can send notifications (needed for session-era sessions)."""
-    return callable(getattr(transport, "notify", None))
-
-
-def supports_listen(transport: object) -> bool:
-    """True when the transport can open ``subscriptions/listen`` streams."""
-    return callable(getattr(transport, "listen", None))
-
-
-def supports_delete_session(transport: object) -> bool:
-    """True when the transport can end a session the server identified."""
-    return callable(getattr(transport, "delete_session", None))
-
-
 @runtime_checkable
-class SessionTransport(Transport, Protocol):
-    """A transport that carries session-era sessions (``notify``, ``session_id``)."""
-
-    session_id: str | None
+class NotifyingTransport(Transport, Protocol):
+    """A transport that can send notifications: session-era sessions need it."""
 
     def notify(self, message: dict[str, Any], options: RequestOptions) -> None:
         """Send a notification (``notifications/initialized``, ``notifications/cancelled``)."""
@@ -211,10 +195,13 @@ class BaseTransport:
 
     traits = TransportTraits()
     session_events: SessionFanout | None = None
+    session_id: str | None = None
+    #: A hashable name of the endpoint: connections naming the same one share public results.
+    cache_namespace: Hashable | None = None
 
     def cache_identity(self) -> CacheIdentity:
-        """A namespace of its own and no private partition."""
-        return CacheIdentity()
+        """Public results only, in ``cache_namespace`` (or a namespace of its own)."""
+        return named_cache_identity(self)
 
 
 def traits_of(transport: object) -> TransportTraits:
@@ -223,13 +210,11 @@ def traits_of(transport: object) -> TransportTraits:
     return traits if isinstance(traits, TransportTraits) else TransportTraits()
 
 
-def cache_identity_of(transport: object) -> CacheIdentity:
-    """The transport's cache identity; a custom ``cache_namespace`` attribute names public only."""
-    identity = getattr(transport, "cache_identity", None)
-    if callable(identity):
-        value = identity()
-        if isinstance(value, CacheIdentity):
-            return value
+def named_cache_identity(transport: object) -> CacheIdentity:
+    """Public results only, under the transport's ``cache_namespace`` attribute when it has one.
+
+    The namespace is qualified by the transport's class, so two kinds of transport never share.
+    """
     named = getattr(transport, "cache_namespace", None)
     if named is None:
         return CacheIdentity()
@@ -237,6 +222,22 @@ def cache_identity_of(transport: object) -> CacheIdentity:
     return CacheIdentity(namespace=(f"custom:{kind.__module__}.{kind.__qualname__}", named))
 
 
+def cache_identity_of(transport: object) -> CacheIdentity:
+    """The transport's cache identity: its ``cache_identity()``, else its ``cache_namespace``."""
+    identity = getattr(transport, "cache_identity", None)
+    if callable(identity):
+        value = identity()
+        if isinstance(value, CacheIdentity):
+            return value
+    return named_cache_identity(transport)
+
+
 def session_events_of(transport: object) -> SessionFanout | None:
     """The fan-out the transport feeds with session notifications, when it has one."""
     return getattr(transport, "session_events", None)
+
+
+def session_id_of(transport: object) -> str | None:
+    """The session id the server issued to the transport (``Mcp-Session-Id``), if any."""
+    value = getattr(transport, "session_id", None)
+    return value if isinstance(value, str) else None

@@ -9,7 +9,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from snodo._tasks import Task, TaskCancelled
+from snodo.interruptible import Task, TaskCancelled
 
 __all__ = ["HandlerPool"]
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol, TypeVar
 
-from snodo._log import get_logger
-from snodo._tasks import Task
+from snodo.interruptible import Task
+from snodo.log import get_logger
 from snodo.protocol import errors
 from snodo.protocol.errors import McpError
 from snodo.protocol.sse import EventTooLarge, SseParser

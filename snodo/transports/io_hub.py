@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from snodo._log import get_logger
+from snodo.log import get_logger
 
 __all__ = [
     "READ_SIZE",

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from snodo._log import get_logger
+from snodo.log import get_logger
 from snodo.protocol import errors
 from snodo.protocol import subscriptions as subs
 from snodo.protocol.errors import McpError

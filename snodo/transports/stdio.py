@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
-from snodo._log import WarningLimiter, get_logger
+from snodo.log import WarningLimiter, get_logger
 from snodo.protocol import errors, jsonrpc
 from snodo.protocol import subscriptions as subs
 from snodo.protocol.errors import McpError
@@ -37,7 +37,7 @@ from snodo.protocol.exchange import (
     server_request_reply,
 )
 from snodo.protocol.framing import LineFramer, Oversized
-from snodo.supervision import ChildSpec, Owner, Watch, watch
+from snodo.supervision import ChildSpec, Owner, OwnerWatch, watch
 from snodo.supervision.pooled import PooledActor
 from snodo.transports import process
 from snodo.transports.base import (
@@ -170,7 +170,7 @@ class StdioTransport(BaseTransport):
         #: stdin: write combining and replies that never wait (docs/decisions/0027).
         self._outbox = Outbox(self._child, self.name, self._lose, self._exit_status)
         self._owner_ref: Any = None
-        self._watch: Watch | None = None
+        self._watch: OwnerWatch | None = None
         try:
             io = hub()
             if self._lead:

@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from snodo._log import get_logger
+from snodo.log import get_logger
 from snodo.protocol import errors
 from snodo.protocol.errors import McpError
 from snodo.transports import process

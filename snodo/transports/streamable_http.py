@@ -19,8 +19,6 @@ import time
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from snodo._log import get_logger
-from snodo._tasks import Task
 from snodo.auth import (
     Challenge,
     TokenProvider,
@@ -30,6 +28,8 @@ from snodo.auth import (
     select_challenge,
     unauthorized_error,
 )
+from snodo.interruptible import Task
+from snodo.log import get_logger
 from snodo.protocol import caching, errors, jsonrpc, redaction, streamable
 from snodo.protocol.errors import McpError
 from snodo.protocol.exchange import Deadline, is_progress_for, server_request_reply

@@ -1,4 +1,4 @@
-"""The SDK interop server (sdk_server.py) serving the initialize era only, over stdio.
+"""The SDK interop server (sdk_server.py) serving the session era only, over stdio.
 
 ``MCPServer.run("stdio")`` always serves both eras. The SDK's handshake-only loop is
 ``mcp.server.runner.serve_loop`` (what its Streamable HTTP manager drives); this script runs the
