@@ -16,6 +16,8 @@ from typing import Any
 
 from snodo.supervision import green_mode
 
+__all__ = ["Task", "TaskCancelled"]
+
 
 class TaskCancelled(Exception):
     """Raised inside a task whose owner (a closing connection) stopped it."""

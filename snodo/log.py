@@ -15,6 +15,8 @@ from typing import Any
 
 import structlog
 
+__all__ = ["WarningLimiter", "get_logger"]
+
 _PROCESSORS: list[Any] = [
     structlog.processors.format_exc_info,
     structlog.processors.KeyValueRenderer(key_order=["event"], drop_missing=True),

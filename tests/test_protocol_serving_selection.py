@@ -21,6 +21,7 @@ from snodo.protocol.serving.selection import (
     PONG,
     Refused,
     check_envelope,
+    error_reply,
     meta_keys_problem,
     progress_token_problem,
     select_version,
@@ -153,3 +154,13 @@ def test_stateless_meta_rules() -> None:
 @pytest.mark.parametrize(("token", "ok"), [("t", True), (3, True), (None, True), (1.5, False)])
 def test_a_progress_token_is_a_string_or_an_integer(token: Any, ok: bool) -> None:
     assert (progress_token_problem({"progressToken": token}) is None) is ok
+
+
+def test_an_error_reply_carries_the_id_only_when_one_was_read() -> None:
+    error = McpError(-32600, "Invalid Request")
+    assert error_reply(7, error) == {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "error": {"code": -32600, "message": "Invalid Request"},
+    }
+    assert "id" not in error_reply(None, error)

@@ -34,6 +34,7 @@ from snodo.protocol.serving.selection import (
     CAPABILITIES_PROBLEM,
     Refused,
     check_envelope,
+    error_reply,
     meta_keys_problem,
     progress_token_problem,
     select_version,
@@ -77,7 +78,7 @@ def dispatch(
             if type(method) is str:
                 _notification(method, message.get("params"), peer)
         elif isinstance(kind, Refused):
-            return _error(kind.id, kind.error)
+            return error_reply(kind.id, kind.error)
         return None  # a response to a server request: the transport routes those itself
     rid = message["id"]
     method = message["method"]
@@ -115,14 +116,6 @@ def dispatch(
     except ListenStarted:
         return None  # the transport streams the subscription; its end is the response
     return {"jsonrpc": "2.0", "id": rid, "result": result}
-
-
-def _error(rid: str | int | None, exc: McpError) -> dict[str, Any]:
-    response: dict[str, Any] = {"jsonrpc": "2.0"}
-    if rid is not None:
-        response["id"] = rid
-    response["error"] = exc.to_wire()
-    return response
 
 
 def _notification(method: str, params: object, peer: Peer) -> None:

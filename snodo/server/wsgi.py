@@ -22,6 +22,7 @@ import gevent.pywsgi
 from snodo.protocol import jsonrpc
 from snodo.protocol.errors import INVALID_REQUEST, McpError
 from snodo.protocol.serving import http_rules as rules
+from snodo.protocol.serving.selection import error_reply
 
 __all__ = [
     "SSE_HEADERS",
@@ -56,11 +57,7 @@ def status_line(code: int) -> str:
 def error_body(rid: str | int | None, error: McpError) -> bytes:
     """A JSON-RPC error response; without an id when none could be read (the HTTP transport
     pages: "a JSON-RPC error response that has no id")."""
-    message: dict[str, Any] = {"jsonrpc": "2.0"}
-    if rid is not None:
-        message["id"] = rid
-    message["error"] = error.to_wire()
-    return jsonrpc.encode(message)
+    return jsonrpc.encode(error_reply(rid, error))
 
 
 def listening_socket(host: str, port: int) -> socket.socket:

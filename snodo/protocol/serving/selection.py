@@ -54,6 +54,7 @@ __all__ = [
     "Refused",
     "Selection",
     "check_envelope",
+    "error_reply",
     "meta_keys_problem",
     "progress_token_problem",
     "select_version",
@@ -71,6 +72,16 @@ class Refused:
 
     id: str | int | None
     error: McpError
+
+
+def error_reply(rid: str | int | None, error: McpError) -> dict[str, Any]:
+    """The server's error response: without an ``id`` when none could be read (the HTTP
+    transport's "a JSON-RPC error response that has no id")."""
+    response: dict[str, Any] = {"jsonrpc": "2.0"}
+    if rid is not None:
+        response["id"] = rid
+    response["error"] = error.to_wire()
+    return response
 
 
 EnvelopeKind = Literal["notification", "response"]
