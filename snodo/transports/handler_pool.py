@@ -18,6 +18,8 @@ class HandlerPool:
     """At most ``limit`` server-request handlers at once, each a task of its own; interrupted
     when the connection closes."""
 
+    __slots__ = ("_closed", "_limit", "_lock", "_running")
+
     def __init__(self, limit: int) -> None:
         self._limit = limit
         self._running: set[Task] = set()

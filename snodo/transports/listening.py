@@ -130,6 +130,8 @@ class SessionFanout:
     A session-era transport makes one in its constructor as ``session_events``, feeds it with
     :meth:`deliver` and ends it with :meth:`end_all` when the connection ends."""
 
+    __slots__ = ("_lock", "_subs", "_uris")
+
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._subs: dict[object, tuple[dict[str, Any], SubscriptionSink]] = {}

@@ -42,6 +42,23 @@ class Outbox:
     has not exited), to name a broken pipe's cause.
     """
 
+    __slots__ = (
+        "_child",
+        "_dropped",
+        "_exit_status",
+        "_fd",
+        "_lock",
+        "_lose",
+        "_name",
+        "_queue",
+        "_quick_writer",
+        "_unsent",
+        "_watched",
+        "_write_lock",
+        "closed",
+        "watch_used",
+    )
+
     def __init__(
         self,
         child: ChildProcess,
