@@ -44,7 +44,12 @@ from snodo.protocol.inputs import Done, InputTask
 from snodo.protocol.meta import build_params
 from snodo.protocol.results import InputRequired
 from snodo.protocol.trace import validate_trace_context
-from snodo.transports.base import RequestOptions, Transport, cache_identity_of
+from snodo.transports.base import (
+    RequestOptions,
+    ServerRequestHandler,
+    Transport,
+    cache_identity_of,
+)
 
 #: Request ids are fresh integers, unique in the process, so one client can be shared freely.
 _ids = itertools.count(1)
@@ -82,12 +87,20 @@ class CallPipeline:
         "transport",
     )
 
-    def __init__(self, transport: Transport, dialect: Dialect, options: ClientOptions) -> None:
+    def __init__(
+        self,
+        transport: Transport,
+        dialect: Dialect,
+        options: ClientOptions,
+        on_server_request: ServerRequestHandler | None = None,
+    ) -> None:
         self.transport = transport
         self.dialect = dialect
         self.options = options
         self._handlers: Handlers = options.input_handlers
-        self._answer = partial(answer_server_request, options.input_handlers)
+        #: Answers the server's requests through the input handlers (the one the transport was
+        #: given, when the connection passed it in).
+        self._answer = on_server_request or partial(answer_server_request, options.input_handlers)
         #: The options of a call given none of its own (most calls).
         self._base = RequestOptions(
             dialect=dialect,

@@ -33,6 +33,7 @@ from snodo.protocol.headers import filter_tools
 from snodo.protocol.negotiation import Session
 from snodo.protocol.results import InputRequired, Page
 from snodo.transports.base import (
+    ServerRequestHandler,
     SessionEndingTransport,
     Transport,
     session_events_of,
@@ -61,6 +62,7 @@ class Client:
         options: ClientOptions,
         *,
         session: Session | None = None,
+        on_server_request: ServerRequestHandler | None = None,
     ) -> None:
         self._transport = transport
         self._dialect = dialect
@@ -70,7 +72,7 @@ class Client:
         self._close_lock = threading.Lock()
         self._close_done = threading.Event()
         self._traits = traits_of(transport)
-        self._pipeline = CallPipeline(transport, dialect, options)
+        self._pipeline = CallPipeline(transport, dialect, options, on_server_request)
         self._cached = CachedCalls(self._pipeline) if options.cache else None
         #: What every call runs: the pipeline, or the cache around it.
         self._calls: CallPipeline | CachedCalls = (

@@ -26,6 +26,7 @@ from snodo.transports.base import (
     ConnectOptions,
     NotifyingTransport,
     RequestOptions,
+    ServerRequestHandler,
     Transport,
     session_id_of,
 )
@@ -128,13 +129,13 @@ def connect(
                 standard_headers=negotiation.announces_standard_headers(options.protocol),
             )
 
-        return negotiate(open_http, options, probe_timeout)
+        return negotiate(open_http, options, probe_timeout, answer)
     if isinstance(target, tuple):
         if env is not None or cwd is not None or headers is not None or token_provider is not None:
             raise ValueError(
                 "env=, cwd=, headers= and token_provider= apply to built-in transports only"
             )
-        return negotiate(custom_opener(target, options), options, probe_timeout)
+        return negotiate(custom_opener(target, options, answer), options, probe_timeout, answer)
     if not isinstance(target, Stdio):
         raise TypeError(
             f"cannot connect to {target!r}: expected snodo.Stdio(...), snodo.Http(...) "
@@ -158,10 +159,12 @@ def connect(
             owner=watched,
         )
 
-    return negotiate(open_transport, options, probe_timeout)
+    return negotiate(open_transport, options, probe_timeout, answer)
 
 
-def custom_opener(target: tuple[Any, ...], options: ClientOptions) -> Callable[[], Any]:
+def custom_opener(
+    target: tuple[Any, ...], options: ClientOptions, answer: ServerRequestHandler
+) -> Callable[[], Any]:
     """Check ``(TransportClass, init_arg)`` and return what opens (and reopens) the transport."""
     if len(target) != 2:
         raise TypeError("a custom transport target is (TransportClass, init_arg)")
@@ -173,7 +176,7 @@ def custom_opener(target: tuple[Any, ...], options: ClientOptions) -> Callable[[
         )
     connect_options = ConnectOptions(
         timeout=options.timeout,
-        on_server_request=partial(answer_server_request, options.input_handlers),
+        on_server_request=answer,
     )
 
     def open_custom() -> Any:
@@ -188,26 +191,31 @@ def custom_opener(target: tuple[Any, ...], options: ClientOptions) -> Callable[[
 
 
 def negotiate(
-    open_transport: Callable[[], Any], options: ClientOptions, probe_timeout: float
+    open_transport: Callable[[], Any],
+    options: ClientOptions,
+    probe_timeout: float,
+    answer: ServerRequestHandler,
 ) -> Client:
     """Open a transport and settle the version as the reference's "Protocol versions" says."""
     plan = negotiation.plan(options.protocol)
     transport = open_transport()
     try:
         if plan.action == "stateless":
-            return Client(transport, dialects.get(plan.version), options)
+            return Client(transport, dialects.get(plan.version), options, on_server_request=answer)
         if plan.action == "initialize":
-            return _initialized(transport, options, plan.version)
+            return _initialized(transport, options, plan.version, answer)
         verdict = negotiation.probe_verdict(
             _probe(transport, options, probe_timeout), options.protocol
         )
         if verdict.action == "use":
-            return Client(transport, dialects.get(verdict.version), options)
+            return Client(
+                transport, dialects.get(verdict.version), options, on_server_request=answer
+            )
         if verdict.action == "initialize":
-            return _initialized(transport, options, verdict.version)
+            return _initialized(transport, options, verdict.version, answer)
         transport.close()
         transport = open_transport()
-        return _initialized(transport, options, verdict.version)
+        return _initialized(transport, options, verdict.version, answer)
     except BaseException:
         transport.close()
         raise
@@ -245,9 +253,17 @@ def initialize_session(
     return session
 
 
-def _initialized(transport: Any, options: ClientOptions, version: str) -> Client:
+def _initialized(
+    transport: Any, options: ClientOptions, version: str, answer: ServerRequestHandler
+) -> Client:
     session = initialize_session(transport, options, version, dialects.get(version))
-    return Client(transport, dialects.get(session.version), options, session=session)
+    return Client(
+        transport,
+        dialects.get(session.version),
+        options,
+        session=session,
+        on_server_request=answer,
+    )
 
 
 def _probe(transport: Any, options: ClientOptions, probe_timeout: float) -> dict[str, Any] | None:

@@ -27,6 +27,7 @@ The rounds of one call are a small immutable state machine, in the manner of
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Callable, Container, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -490,8 +491,14 @@ class Done:
 
 
 def start_rounds(max_rounds: int, handlers: Mapping[str, Any]) -> RoundState:
-    """The state before the first response of a call."""
-    return RoundState(max_rounds, frozenset(handlers))
+    """The state before the first response of a call (one shared value per limit and kinds:
+    every connection keeps one)."""
+    return _start_rounds(max_rounds, frozenset(handlers))
+
+
+@functools.lru_cache(maxsize=64)
+def _start_rounds(max_rounds: int, kinds: frozenset[str]) -> RoundState:
+    return RoundState(max_rounds, kinds)
 
 
 def next_round(state: RoundState, outcome: dict[str, Any] | InputRequired) -> Send | Done:

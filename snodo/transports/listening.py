@@ -123,6 +123,10 @@ class StreamRoute:
         return self.accepted
 
 
+#: The URI counts of a fan-out with no subscription (shared: never changed in place).
+_NO_URIS: Counter[str] = Counter()
+
+
 class SessionFanout:
     """Session era: a session's unsolicited notifications, fanned out to the subscriptions
     whose filter asked for them (``snodo.protocol.subscriptions.matches``).
@@ -134,24 +138,28 @@ class SessionFanout:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._subs: dict[object, tuple[dict[str, Any], SubscriptionSink]] = {}
-        self._uris: Counter[str] = Counter()
+        # Made by the first add(): every connection has a fan-out, few ever subscribe.
+        self._subs: dict[object, tuple[dict[str, Any], SubscriptionSink]] | None = None
+        self._uris: Counter[str] = _NO_URIS
 
     def add(self, accepted: dict[str, Any], sink: SubscriptionSink) -> object:
         token = object()
         with self._lock:
+            if self._subs is None:
+                self._subs = {}
             self._subs[token] = (accepted, sink)
-            self._uris.update(accepted.get(subs.RESOURCES_KEY) or ())
+            self._uris = self._uris + Counter(accepted.get(subs.RESOURCES_KEY) or ())
         return token
 
     def set_uris(self, token: object, uris: list[str]) -> None:
         """Narrow a subscription's URIs to those the server accepted."""
         with self._lock:
-            entry = self._subs.get(token)
+            entry = self._subs.get(token) if self._subs is not None else None
             if entry is None:
                 return
             accepted, _ = entry
             old = accepted.get(subs.RESOURCES_KEY) or []
+            self._uris = self._uris.copy()  # the empty one is shared
             self._uris.subtract(old)
             self._uris.update(uris)
             if uris:
@@ -163,10 +171,11 @@ class SessionFanout:
     def remove(self, token: object) -> list[str]:
         """Forget a subscription; the URIs no other subscription of the session wants."""
         with self._lock:
-            entry = self._subs.pop(token, None)
+            entry = self._subs.pop(token, None) if self._subs is not None else None
             if entry is None:
                 return []
             uris = entry[0].get(subs.RESOURCES_KEY) or []
+            self._uris = self._uris.copy()  # the empty one is shared
             self._uris.subtract(uris)
             gone = [u for u in uris if self._uris[u] <= 0]
             self._uris = +self._uris
@@ -181,7 +190,7 @@ class SessionFanout:
         with self._lock:
             targets = [
                 sink
-                for accepted, sink in self._subs.values()
+                for accepted, sink in (self._subs or {}).values()
                 if subs.matches(accepted, method, given)
             ]
         for sink in targets:
@@ -193,9 +202,9 @@ class SessionFanout:
     def end_all(self, error: McpError | None) -> None:
         """The session is over: every subscription ends (``error`` None: gracefully)."""
         with self._lock:
-            sinks = [sink for _, sink in self._subs.values()]
-            self._subs.clear()
-            self._uris.clear()
+            sinks = [sink for _, sink in (self._subs or {}).values()]
+            self._subs = None
+            self._uris = _NO_URIS
         for sink in sinks:
             try:
                 sink.closed(error)
