@@ -18,7 +18,7 @@ method, the params and the call's :class:`~snodo.options.CallOptions`; ``run`` r
 
 What it leaves to its driver: checking the method against the dialect and whether the
 connection is closed, paging, and the -32020 re-list. The response cache wraps ``run``
-(:class:`CachedCalls` has the same ``run``), and :func:`answer_server_request` answers the
+(:class:`snodo.cached_calls.CachedCalls` has the same ``run``), and :func:`answer_server_request` answers the
 server-to-client requests that arrive during a call, or outside one, through the same handlers.
 """
 
@@ -27,16 +27,13 @@ from __future__ import annotations
 import itertools
 import queue
 import threading
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, cast
 
-import orjson
-
-from snodo.cache import ResponseCache, fresh_namespace, shared_cache
 from snodo.options import NO_CALL_OPTIONS, CallOptions, ClientOptions, ProgressTarget, check_timeout
-from snodo.protocol import caching, errors, inputs, jsonrpc, negotiation, results
+from snodo.protocol import errors, inputs, jsonrpc, negotiation, results
 from snodo.protocol.dialects import Dialect
 from snodo.protocol.errors import HandlerError, McpError
 from snodo.protocol.exchange import progress_token
@@ -48,7 +45,6 @@ from snodo.transports.base import (
     RequestOptions,
     ServerRequestHandler,
     Transport,
-    cache_identity_of,
 )
 
 #: Request ids are fresh integers, unique in the process, so one client can be shared freely.
@@ -243,93 +239,6 @@ class CallPipeline:
         return message, replace(self._base, timeout=timeout)
 
 
-class CachedCalls:
-    """The response cache around a pipeline: serves a fresh stored result, or runs the call and
-    stores what it may store (docs/decisions/0019). ``run`` is the pipeline's ``run``."""
-
-    __slots__ = ("_base", "_cache", "_credential", "_namespace", "pipeline")
-
-    def __init__(self, pipeline: CallPipeline, cache: ResponseCache | None = None) -> None:
-        self.pipeline = pipeline
-        self._cache = cache if cache is not None else shared_cache()
-        transport = pipeline.transport
-        identity = cache_identity_of(transport)
-        namespace = identity.namespace
-        if namespace is None:
-            kind = type(transport)
-            namespace = fresh_namespace(f"custom:{kind.__module__}.{kind.__qualname__}")
-        #: What invalidation matches: this connection's (or its endpoint's) namespace.
-        self._namespace: Hashable = namespace
-        #: The private partition (hashed credentials); None: private results are never stored.
-        self._credential = identity.credential
-        client = pipeline.options
-        #: The prefix of every key: namespace, protocol and client metadata.
-        self._base = caching.client_base(
-            namespace, pipeline.dialect.version, client.client_info, client.client_capabilities
-        )
-
-    def run(
-        self,
-        method: str,
-        params: Mapping[str, Any] | None = None,
-        call: CallOptions = NO_CALL_OPTIONS,
-    ) -> Done:
-        """Serve ``method`` from the cache when it may be, else run it (and maybe store it)."""
-        given = call is not NO_CALL_OPTIONS
-        if not caching.may_use_cache(
-            method,
-            bypass=given and call.bypass_cache,
-            per_call_options=given and call.beyond_timeout,
-        ):
-            return self.pipeline.run(method, params, call)
-        cache = self._cache
-        if call.timeout is not None:
-            check_timeout("timeout", call.timeout)
-        arg = caching.params_key(params)
-        public = caching.public_key(self._base, method, arg)
-        data = cache.get(public)
-        if data is not None:
-            return Done(orjson.loads(data), 0)
-        credential_of = self._credential
-        credential = credential_of() if credential_of is not None else None
-        if credential is not None:
-            data = cache.get(caching.private_key(self._base, method, arg, credential))
-            if data is not None:
-                return Done(orjson.loads(data), 0)
-        generation = cache.generation  # read before sending: an invalidation after it wins
-        done = self.pipeline.run(method, params, call)
-        arrived = cache.clock()
-        hint = caching.storable(done.outcome)
-        if hint is None or done.rounds:  # the result of an answered input round is never stored
-            return done
-        if hint.scope == "public":
-            key = public
-        elif credential is None or credential_of is None or credential_of() != credential:
-            return done  # unknown credentials, or they changed while the call was out
-        else:
-            key = caching.private_key(self._base, method, arg, credential)
-        try:
-            encoded = orjson.dumps(done.outcome)
-        except (TypeError, ValueError):
-            return done  # not plain JSON (an integer beyond 64 bits): not stored
-        cache.put(
-            key,
-            encoded,
-            expires=arrived + hint.ttl,
-            generation=generation,
-            namespace=self._namespace,
-            method=method,
-            uri=caching.read_uri(method, params),
-        )
-        return done
-
-    def observe(self, method: str, params: dict[str, Any]) -> None:
-        """A subscription notification arrived: drop the cached results it names."""
-        change = caching.invalidation(method, params)
-        if change is not None:
-            self._cache.invalidate(self._namespace, change)
-
-
 def answer_round(
     tasks: tuple[InputTask, ...], handlers: Handlers, pending: InputRequired | None
 ) -> dict[str, Any]:
@@ -413,7 +322,6 @@ def _pause(seconds: float) -> None:
 
 
 __all__ = [
-    "CachedCalls",
     "CallPipeline",
     "Handlers",
     "Progress",

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
-from snodo.calls import CachedCalls, CallPipeline, Progress
+from snodo.calls import CallPipeline, Progress
 from snodo.log import get_logger
 from snodo.options import (
     NO_CALL_OPTIONS,
@@ -29,7 +29,6 @@ from snodo.protocol import errors, paging, results
 from snodo.protocol.dialects import Dialect
 from snodo.protocol.dialects.base import LIST_KINDS
 from snodo.protocol.errors import McpError
-from snodo.protocol.headers import filter_tools
 from snodo.protocol.negotiation import Session
 from snodo.protocol.results import InputRequired, Page
 from snodo.transports.base import (
@@ -41,6 +40,7 @@ from snodo.transports.base import (
 )
 
 if TYPE_CHECKING:
+    from snodo.cached_calls import CachedCalls
     from snodo.subscription import Subscription
 
 _log = get_logger("snodo.client")
@@ -73,7 +73,11 @@ class Client:
         self._close_done = threading.Event()
         self._traits = traits_of(transport)
         self._pipeline = CallPipeline(transport, dialect, options, on_server_request)
-        self._cached = CachedCalls(self._pipeline) if options.cache else None
+        self._cached: CachedCalls | None = None
+        if options.cache:
+            from snodo.cached_calls import CachedCalls  # the cache is loaded only when used
+
+            self._cached = CachedCalls(self._pipeline)
         #: What every call runs: the pipeline, or the cache around it.
         self._calls: CallPipeline | CachedCalls = (
             self._cached if self._cached is not None else self._pipeline
@@ -393,6 +397,9 @@ class Client:
         params = {"cursor": cursor} if cursor is not None else None
         page = results.page_of(method, _complete(self._send(method, params, call)))
         if method == "tools/list" and self._traits.header_policy:
+            # The header policy's module: loaded by the transport that has the trait anyway.
+            from snodo.protocol.headers import filter_tools
+
             kept, dropped = filter_tools(page.items)
             for name, reason in dropped:
                 _log.warning(

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from snodo.cache import ResponseCache
-from snodo.calls import CachedCalls, CallPipeline, Progress, progress_sink
+from snodo.cached_calls import CachedCalls
+from snodo.calls import CallPipeline, Progress, progress_sink
 from snodo.options import NO_CALL_OPTIONS, CallOptions, build_options
 from snodo.protocol import dialects, inputs
 from snodo.protocol.errors import McpError

@@ -200,3 +200,25 @@ def test_example_runtime_module_exposes_build_and_runtime() -> None:
         "roots",
         "busy",
     }
+
+
+def test_snodo_server_loads_its_names_lazily_and_dispatch_stays_the_function() -> None:
+    """``import snodo.server`` loads no dispatch machinery; ``snodo.server.dispatch`` is the
+    function whichever server module was imported first (none is named like it)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, snodo.server\n"
+        "assert 'snodo.server.dispatcher' not in sys.modules, 'dispatch loaded eagerly'\n"
+        "import snodo.server.http_server, snodo.server.stdio_server\n"
+        "from snodo.server import dispatch, Runtime\n"
+        "assert callable(dispatch) and dispatch.__name__ == 'dispatch', dispatch\n"
+        "assert snodo.server.dispatch is dispatch\n"
+        "print('ok', Runtime.__name__)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok Runtime"

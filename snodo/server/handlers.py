@@ -1,4 +1,4 @@
-"""The method handlers :func:`snodo.server.dispatch` runs: one function per client request,
+"""The method handlers :func:`snodo.server.dispatcher` runs: one function per client request,
 ``handler(runtime, ctx, params) -> result``.
 
 A handler raises ``McpError`` for a JSON-RPC error. What a user function raises is mapped

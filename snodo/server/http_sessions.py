@@ -27,7 +27,7 @@ from snodo.protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, McpError
 from snodo.protocol.serving import http_rules as rules
 from snodo.protocol.serving.event_stream import STANDALONE_STREAM, parse_event_id
 from snodo.server.context import Peer, ServerSession
-from snodo.server.dispatch import dispatch
+from snodo.server.dispatcher import dispatch
 from snodo.server.http_streams import Streams
 from snodo.server.http_workers import INLINE_METHODS, HttpJob, Session, Workers, json_reply
 from snodo.server.jobs import RequestId

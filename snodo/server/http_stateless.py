@@ -23,7 +23,7 @@ from snodo.protocol.errors import HEADER_MISMATCH, INTERNAL_ERROR, McpError, con
 from snodo.protocol.serving import http_rules as rules
 from snodo.protocol.serving.selection import unsupported_version
 from snodo.server.context import Peer
-from snodo.server.dispatch import dispatch
+from snodo.server.dispatcher import dispatch
 from snodo.server.http_streams import Stream, Streams
 from snodo.server.http_workers import INLINE_METHODS, HttpJob, Workers, json_reply
 from snodo.server.runtime import Runtime

@@ -26,7 +26,7 @@ from snodo.protocol.errors import INTERNAL_ERROR, McpError, connection_error
 from snodo.protocol.serving import http_rules as rules
 from snodo.protocol.serving.event_stream import STANDALONE_STREAM
 from snodo.server.context import Peer, ServerSession
-from snodo.server.dispatch import dispatch
+from snodo.server.dispatcher import dispatch
 from snodo.server.http_streams import EVENT_BUFFER, Stream, Streams, trim_streams
 from snodo.server.jobs import (
     Inflight,

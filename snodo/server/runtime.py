@@ -1,7 +1,7 @@
 """The server configuration: a :class:`Runtime` holds tools, resources, resource templates,
 prompts and a completion handler, plus identity, enabled versions, paging and cache hints.
 
-A Runtime starts no thread and owns no connection. :func:`snodo.server.dispatch` serves one
+A Runtime starts no thread and owns no connection. :func:`snodo.server.dispatcher` serves one
 decoded JSON-RPC message against it; the direct client, the stdio server and the HTTP server
 all call that function.
 
@@ -84,7 +84,7 @@ def _put(target: dict[str, Any], key: str, value: Any) -> None:
 
 
 class Runtime:
-    """Server configuration served by :func:`snodo.server.dispatch`."""
+    """Server configuration served by :func:`snodo.server.dispatcher`."""
 
     def __init__(
         self,

@@ -59,7 +59,7 @@ from snodo.protocol import jsonrpc
 from snodo.protocol.errors import INTERNAL_ERROR, PARSE_ERROR, McpError, connection_error
 from snodo.protocol.framing import LineFramer, Oversized
 from snodo.server.context import Peer, RequestId, ServerSession
-from snodo.server.dispatch import dispatch
+from snodo.server.dispatcher import dispatch
 from snodo.server.jobs import (
     Inflight,
     Job,

@@ -1,4 +1,4 @@
-"""What :func:`snodo.server.dispatch` decides before a handler runs, as pure verdicts.
+"""What :func:`snodo.server.dispatcher` decides before a handler runs, as pure verdicts.
 
 - :func:`check_envelope`: the JSON-RPC envelope of one decoded message (dispatch also serves
   the direct client, whose messages never went through :func:`snodo.protocol.jsonrpc.classify`,
