@@ -202,7 +202,11 @@ def mcp_rates(version: str, calls: int, concurrent_calls: int, warmup: int) -> d
     return outcome
 
 
-def snodo_memory(connections: int) -> dict[str, Any]:
+def snodo_memory(connections: int, traced: bool = False) -> dict[str, Any]:
+    """``traced``: also count the Python heap the connections keep (tracemalloc; a run of its
+    own, since tracing changes the RSS it would measure)."""
+    import tracemalloc
+
     import snodo
 
     command, args = server_command()
@@ -212,7 +216,10 @@ def snodo_memory(connections: int) -> dict[str, Any]:
         clients.append(warm)
         first: Any = warm.call_tool("echo", {"text": TEXT})
         assert first["content"][0]["text"] == TEXT, first
+        if traced:
+            tracemalloc.start()
         before = footprint()
+        heap_before = tracemalloc.get_traced_memory()[0]
         started = time.perf_counter()
         for _ in range(connections):
             client = snodo.connect(snodo.Stdio(command, args), protocol=SHARED)
@@ -221,12 +228,20 @@ def snodo_memory(connections: int) -> dict[str, Any]:
             assert answer["content"][0]["text"] == TEXT, answer
         opened = time.perf_counter() - started
         after = footprint()
+        heap = tracemalloc.get_traced_memory()[0] - heap_before
+        tracemalloc.stop()
     finally:
         closing = time.perf_counter()
         for client in clients:
             client.close()
     closed = time.perf_counter() - closing
-    return {"before": before, "after": after, "open_seconds": opened, "close_seconds": closed}
+    return {
+        "before": before,
+        "after": after,
+        "heap": heap,
+        "open_seconds": opened,
+        "close_seconds": closed,
+    }
 
 
 def mcp_memory(connections: int) -> dict[str, Any]:
@@ -264,6 +279,8 @@ def worker(kind: str, case: str, args: argparse.Namespace) -> int:
         client, version = RATE_CASES[case]
         run = snodo_rates if client == "snodo" else mcp_rates
         outcome = run(version, args.calls, args.concurrent_calls, args.warmup)
+    elif kind == "heap":
+        outcome = snodo_memory(args.connections, traced=True)
     else:
         outcome = (
             snodo_memory(args.connections) if case == "snodo" else mcp_memory(args.connections)
@@ -468,6 +485,13 @@ def report_memory(args: argparse.Namespace, skipped: dict[str, str]) -> bool:
         )
     print()
     if "snodo" in per_connection:
+        heap = measure("heap", "snodo", args)
+        if isinstance(heap, dict):
+            print(
+                f"snodo Python heap kept per connection (tracemalloc, one more run): "
+                f"{heap['heap'] / n / 1024:.1f} KiB (the RSS delta also depends on where the "
+                "allocator finds room, so it moves by a KiB or two when object sizes change)"
+            )
         kib = per_connection["snodo"]
         verdict = "met" if kib <= TARGET_KIB_PER_CONNECTION else "NOT met"
         print(
