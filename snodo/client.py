@@ -16,6 +16,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
 from snodo.calls import CallPipeline, Progress
+from snodo.flag import Flag
 from snodo.log import get_logger
 from snodo.options import (
     NO_CALL_OPTIONS,
@@ -70,7 +71,7 @@ class Client:
         self._session = session
         self._closed = False
         self._close_lock = threading.Lock()
-        self._close_done = threading.Event()
+        self._close_done = Flag()
         self._traits = traits_of(transport)
         self._pipeline = CallPipeline(transport, dialect, options, on_server_request)
         self._cached: CachedCalls | None = None

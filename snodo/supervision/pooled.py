@@ -63,6 +63,7 @@ from collections.abc import Callable
 from itertools import count
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
+from snodo.flag import Flag
 from snodo.log import get_logger
 from snodo.supervision.actor import Actor
 from snodo.supervision.core import Ending, ExcInfo, exc_info, running, service_thread
@@ -77,45 +78,6 @@ __all__ = ["Dispatcher", "PooledActor", "PooledInbox", "default_dispatcher"]
 _logger = get_logger("snodo.supervision")
 
 # -- a light event ---------------------------------------------------------------------------
-
-_flag_lock = threading.Lock()  # only taken by the first waiter of a flag
-
-
-class _Flag:
-    """A one-way ``threading.Event`` (``set``, ``is_set``, ``wait``) costing ~56 bytes.
-
-    The real ``threading.Event`` (a condition, a lock, a deque: ~1.2 KiB) is made only
-    when somebody waits before the flag is set. ``set`` writes the flag and then reads the
-    event; ``wait`` installs the event and then reads the flag: under the GIL one of the
-    two sees the other, so no wake-up is lost. There is no ``clear``.
-    """
-
-    __slots__ = ("_event", "_set")
-
-    def __init__(self) -> None:
-        self._set = False
-        self._event: threading.Event | None = None
-
-    def is_set(self) -> bool:
-        return self._set
-
-    def set(self) -> None:
-        self._set = True
-        event = self._event
-        if event is not None:
-            event.set()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        if self._set:
-            return True
-        with _flag_lock:
-            event = self._event
-            if event is None:
-                event = self._event = threading.Event()
-        if self._set:
-            return True
-        return event.wait(timeout)
-
 
 # -- the dispatcher ------------------------------------------------------------------------
 
@@ -342,10 +304,10 @@ class PooledActor(Actor):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        stopped = cast("threading.Event", _Flag())
+        stopped = cast("threading.Event", Flag())
         self.actor_stopped = stopped
         self._actor_ref.actor_stopped = stopped
-        self._snodo.exited = cast("threading.Event", _Flag())
+        self._snodo.exited = cast("threading.Event", Flag())
         self._snodo.name = self.actor_inbox.name  # type: ignore[attr-defined]  # one string
         self._pooled_context = contextvars.Context()
         self._pooled_phase = _NEW

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from snodo.flag import Flag
 from snodo.log import get_logger
 from snodo.protocol import errors
 from snodo.protocol import subscriptions as subs
@@ -62,7 +63,7 @@ class StreamRoute:
         self.failure: McpError | None = None
         self.ended = False
         self._lock = threading.Lock()
-        self._acked = threading.Event()
+        self._acked = Flag()
 
     def on_message(self, message: Mapping[str, Any]) -> None:
         """A message of this stream (a notification, or the listen request's response)."""

@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
+from snodo.flag import Flag
 from snodo.log import WarningLimiter, get_logger
 from snodo.protocol import errors, jsonrpc
 from snodo.protocol import subscriptions as subs
@@ -154,7 +155,7 @@ class StdioTransport(BaseTransport):
         self._lost: McpError | None = None
         self._closed = False
         self._close_started = False
-        self._close_done = threading.Event()
+        self._close_done = Flag()
         self._answer = on_server_request
         self._handlers = HandlerPool(max_server_requests)
         self._child = process.spawn(target.command, target.args, env=env, cwd=cwd)
@@ -165,7 +166,7 @@ class StdioTransport(BaseTransport):
         self._stdout_done = False
         self._exit_pending = False
         self._poller: Any = None
-        self._reader_free = threading.Condition(self._lock)
+        self._reader_free: threading.Condition | None = None  # made by close, if it waits
         self.name = f"stdio-{next(_connection_ids)}-{self._child.pid}"
         #: stdin: write combining and replies that never wait (docs/decisions/0027).
         self._outbox = Outbox(self._child, self.name, self._lose, self._exit_status)
@@ -507,7 +508,7 @@ class StdioTransport(BaseTransport):
                         self._followers.pop() if self._followers and not self._stdout_done else None
                     )
                     self._reader = following
-                    if self._close_started:
+                    if self._reader_free is not None:
                         self._reader_free.notify_all()
                     if following is None and not self._stdout_done and not self._close_started:
                         hub().rearm(self._child.stdout)
@@ -519,7 +520,9 @@ class StdioTransport(BaseTransport):
 
     def _await_reader_gone(self, timeout: float) -> None:
         """Close: wait (bounded) until no caller reads stdout, so its fd can be closed."""
-        with self._reader_free:
+        with self._lock:
+            if self._reader_free is None:
+                self._reader_free = threading.Condition(self._lock)
             self._reader_free.wait_for(lambda: self._reader in (None, _HUB), timeout)
 
     def _on_stdout_ready(self) -> None:
