@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 from typing import Final, Literal, TypeVar
 
 from snodo.protocol.errors import CONNECTION_CLOSED, McpError
+from snodo.transports import reaper
 
 __all__ = [
     "ChildProcess",
@@ -72,6 +73,8 @@ KILL_WAIT: Final = 1.0
 _MAX_NAP: Final = 0.05
 #: Longest single poll in ``write_all`` without a deadline, so the wait stays interruptible.
 _WAKE: Final = 0.5
+#: How long the reaper's starting shell may take to report the reaper and exit.
+_REAPER_WAIT: Final = 2.0
 
 #: ``sh -c`` trampoline for ``cwd``: chdir, then exec the resolved command in the same process.
 _CWD_TRAMPOLINE: Final = 'cd -P "$1" || exit 127; shift; exec "$@"'
@@ -123,12 +126,28 @@ def spawn(
 ) -> ChildProcess:
     """Start ``command args...`` with piped stdio, as the leader of a new process group.
 
+    On Linux the group is registered with this process's reaper (``reaper``), which kills it if
+    this process dies first; it is unregistered when the leader is reaped.
+
     ``command`` is looked up like ``execvp`` does, in the child's ``PATH`` (``env`` applied), and
     relative to ``cwd`` when given. ``env`` overlays ``os.environ``; a ``None`` value unsets that
     variable. ``cwd`` runs the command through a ``/bin/sh`` trampoline that changes directory
     and execs it in the same process. A command that cannot be started raises ``McpError``
     (-32000, kind ``transport``, cause ``("spawn_failed", errno)``) and leaves no fd open.
     """
+    child = _start(command, args, env=env, cwd=cwd)
+    reaper.watch(child.pgid, _start_reaper)
+    return child
+
+
+def _start(
+    command: str,
+    args: Sequence[str] = (),
+    *,
+    env: Mapping[str, str | None] | None = None,
+    cwd: str | None = None,
+) -> ChildProcess:
+    """``spawn`` without the reaper."""
     argv = (command, *args)
     child_env = _child_env(env)
     where = None
@@ -188,6 +207,41 @@ def spawn(
         pidfd=_pidfd_open(pid),
         argv=argv,
     )
+
+
+def _start_reaper(argv: Sequence[str]) -> tuple[int, int] | None:
+    """``reaper.Starter``: run the reaper's starting shell, read the reaper's pid from it and
+    reap it; the shell's stdin, the reaper's pipe now, is handed over. None if that fails."""
+    try:
+        shell = _start(argv[0], argv[1:])
+    except McpError:
+        return None
+    try:
+        report = _read_line(shell.stdout, time.monotonic() + _REAPER_WAIT)
+        if wait_exit(shell, _REAPER_WAIT) == 0 and report.strip().isdigit():
+            close_fds(shell, "stdout", "stderr", "pidfd")
+            return int(report), shell.stdin
+    except OSError:
+        pass
+    terminate(shell, grace=0.0, term_wait=_REAPER_WAIT)  # nothing registered yet: its EOF is safe
+    return None
+
+
+def _read_line(fd: int, deadline: float) -> bytes:
+    """Read the non-blocking ``fd`` up to a newline, end of file or ``deadline``."""
+    data = b""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    while not data.endswith(b"\n") and (remaining := deadline - time.monotonic()) > 0:
+        poller.poll(math.ceil(remaining * 1000))
+        try:
+            chunk = os.read(fd, 64)
+        except BlockingIOError:
+            continue
+        if not chunk:
+            break
+        data += chunk
+    return data
 
 
 def _posix_spawn() -> Callable[..., int]:
@@ -473,6 +527,9 @@ def wait_exit(child: ChildProcess, timeout: float) -> int | None:
 def _reap_locked(child: ChildProcess) -> int | None:
     if child.returncode is not None:
         return child.returncode
+    if _unreaped_locked(child) is False:
+        return None
+    reaper.forget(child.pgid)  # before the reap frees the group id
     try:
         pid, status = os.waitpid(child.pid, os.WNOHANG)
     except ChildProcessError:  # reaped by someone else without keeping the status
@@ -549,6 +606,7 @@ def _collect(child: ChildProcess) -> int:
 def _reap_unpatched_locked(child: ChildProcess) -> int:
     monkey = sys.modules.get("gevent.monkey")
     waitpid = os.waitpid if monkey is None else monkey.get_original("os", "waitpid")
+    reaper.forget(child.pgid)
     try:
         _, status = waitpid(child.pid, 0)
     except ChildProcessError:

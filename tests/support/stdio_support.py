@@ -267,6 +267,18 @@ def pooled_sockets() -> set[str]:
     return found
 
 
+def reaper_pipe() -> str | None:
+    """The pipe (as /proc names it) to this process's stdio reaper, kept after close()."""
+    from snodo.transports import reaper
+
+    pid = reaper.reaper_pid()
+    if pid is None:
+        return None
+    with contextlib.suppress(OSError):
+        return os.readlink(f"/proc/{pid}/fd/0")
+    return None
+
+
 @contextlib.contextmanager
 def no_leaks(deadline: float = LEAK_DEADLINE, *, pooled: bool = False) -> Iterator[None]:
     """Fail when the block leaves a child process (or zombie) or a file descriptor behind.
@@ -286,6 +298,8 @@ def no_leaks(deadline: float = LEAK_DEADLINE, *, pooled: bool = False) -> Iterat
         if pooled and new_fds:
             shared = pooled_sockets()
             new_fds = {fd: target for fd, target in new_fds.items() if target not in shared}
+        if new_fds:  # the reaper's pipe is process-wide, like the I/O hub (decision 0034)
+            new_fds = {fd: target for fd, target in new_fds.items() if target != reaper_pipe()}
         if not new_kids and not new_fds:
             return
         if time.monotonic() >= end:
