@@ -34,6 +34,7 @@ __all__ = [
     "ENABLED",
     "MARK",
     "SCRIPT",
+    "WRITE_WAIT",
     "Starter",
     "command",
     "forget",
