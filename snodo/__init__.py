@@ -28,7 +28,10 @@ _EXPORTS = {
     "Transport": "snodo.transports.base",
     "RequestOptions": "snodo.transports.base",
     "Notification": "snodo.protocol.subscriptions",
+    "Backoff": "snodo.supervision.restarts",
+    "StateChange": "snodo.actors.connection_owner",
     "Dropped": "snodo.protocol.subscriptions",
+    "Gap": "snodo.protocol.subscriptions",
     "Closed": "snodo.protocol.subscriptions",
     "SubscriptionEvent": "snodo.protocol.subscriptions",
     "Subscription": "snodo.subscription",
@@ -37,10 +40,12 @@ _EXPORTS = {
 
 __all__ = [
     "SUPPORTED_VERSIONS",
+    "Backoff",
     "Client",
     "Closed",
     "ConnectOptions",
     "Dropped",
+    "Gap",
     "HandlerError",
     "Http",
     "InputRequired",
@@ -50,6 +55,7 @@ __all__ = [
     "Progress",
     "RequestOptions",
     "Session",
+    "StateChange",
     "Stdio",
     "Subscription",
     "SubscriptionEvent",
@@ -60,6 +66,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from snodo.actors.connection_owner import StateChange as StateChange
     from snodo.calls import Progress as Progress
     from snodo.client import Client as Client
     from snodo.connections import connect as connect
@@ -72,9 +79,11 @@ if TYPE_CHECKING:
     from snodo.protocol.results import Page as Page
     from snodo.protocol.subscriptions import Closed as Closed
     from snodo.protocol.subscriptions import Dropped as Dropped
+    from snodo.protocol.subscriptions import Gap as Gap
     from snodo.protocol.subscriptions import Notification as Notification
     from snodo.protocol.subscriptions import SubscriptionEvent as SubscriptionEvent
     from snodo.subscription import Subscription as Subscription
+    from snodo.supervision.restarts import Backoff as Backoff
     from snodo.transports.base import ConnectOptions as ConnectOptions
     from snodo.transports.base import RequestOptions as RequestOptions
     from snodo.transports.base import Transport as Transport

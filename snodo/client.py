@@ -11,7 +11,8 @@ by name.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+import weakref
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
@@ -42,7 +43,8 @@ from snodo.transports.base import (
 
 if TYPE_CHECKING:
     from snodo.cached_calls import CachedCalls
-    from snodo.subscription import Subscription
+    from snodo.lifecycle import Lifecycle, Negotiated, Supervision
+    from snodo.subscription import ListenContext, Subscription
 
 _log = get_logger("snodo.client")
 
@@ -64,6 +66,7 @@ class Client:
         *,
         session: Session | None = None,
         on_server_request: ServerRequestHandler | None = None,
+        supervision: Supervision | None = None,
     ) -> None:
         self._transport = transport
         self._dialect = dialect
@@ -83,6 +86,45 @@ class Client:
         self._calls: CallPipeline | CachedCalls = (
             self._cached if self._cached is not None else self._pipeline
         )
+        self._answer = on_server_request
+        #: Owner, state and restarts (``snodo.lifecycle``); None for a bare client.
+        self._lifecycle: Lifecycle | None = None
+        #: Set by the lifecycle the moment the connection is gone for good (closing follows).
+        self._gone = False
+        if supervision is not None:
+            from snodo.lifecycle import ClientSide, Lifecycle
+
+            # Weakly: a client dropped without close() is still collected, and its owner stops.
+            side = ClientSide(
+                current=_weakly(self._current),
+                install=_weakly(self._install),
+                end=_weakly(self.end),
+                ping=_weakly(self._ping),
+                listen_context=_weakly(self._listen_context),
+                transport=_weakly(self._current_transport),
+                gone=_weakly(self._mark_gone),
+            )
+            self._lifecycle = Lifecycle(supervision, side)
+            self._lifecycle.watch_client(self)
+        #: Only clients that restart check the connection's state on every call.
+        self._restarts = self._lifecycle is not None and self._lifecycle.restarts
+
+    def _install(self, negotiated: Negotiated) -> None:
+        """Start sending through a new connection (a restart); the old one is closed."""
+        transport, dialect = negotiated.transport, negotiated.dialect
+        pipeline = CallPipeline(transport, dialect, self._options, self._answer)
+        cached: CachedCalls | None = None
+        if self._options.cache:
+            from snodo.cached_calls import CachedCalls
+
+            cached = CachedCalls(pipeline)
+        self._transport = transport
+        self._dialect = dialect
+        self._session = negotiated.session
+        self._traits = traits_of(transport)
+        self._pipeline = pipeline
+        self._cached = cached
+        self._calls = cached if cached is not None else pipeline
 
     # -- what the connection is -------------------------------------------------------------
 
@@ -111,7 +153,16 @@ class Client:
 
     @property
     def closed(self) -> bool:
-        return self._closed
+        """True once the connection is gone for any reason (closed, owner ended, server gone
+        for good)."""
+        return self._closed or self._gone
+
+    @property
+    def state(self) -> str:
+        """``"connecting"``, ``"ready"``, ``"restarting"`` or ``"closed"``."""
+        if self._closed or self._gone or self._lifecycle is None:
+            return "closed" if self._closed or self._gone else "ready"
+        return self._lifecycle.state
 
     def __enter__(self) -> Client:
         return self
@@ -120,8 +171,7 @@ class Client:
         self.close()
 
     def __repr__(self) -> str:
-        state = "closed" if self._closed else "open"
-        return f"<snodo.Client {type(self._transport).__name__} {self.version} {state}>"
+        return f"<snodo.Client {type(self._transport).__name__} {self.version} {self.state}>"
 
     # -- calls -----------------------------------------------------------------------------
 
@@ -335,21 +385,11 @@ class Client:
         the subscription is cancelled when the owner ends. See ``snodo.subscription``.
         """
         # The stream actor (and Pykka) load on the first listen, not with the client.
-        from snodo.subscription import ListenContext, open_subscription
+        from snodo.subscription import open_subscription
 
         check_timeout("timeout", timeout)
-        context = ListenContext(
-            transport=self._transport,
-            dialect=self._dialect,
-            session=self._session,
-            listen_message=self._pipeline.listen_message,
-            observe=self._observe_notification,
-            request=self.request,
-            is_closed=lambda: self._closed,
-            session_events=session_events_of(self._transport),
-        )
         return open_subscription(
-            context,
+            self._listen_context(),
             notifications,
             timeout=timeout if timeout is not None else self._options.timeout,
             max_buffer=max_buffer,
@@ -362,15 +402,25 @@ class Client:
     def close(self) -> None:
         """Close the connection; later calls fail with -32000. Idempotent: every caller returns
         once the connection is closed (a racing caller waits for the first, within a bound)."""
+        self.end(None)
+
+    def end(self, error: McpError | None) -> None:
+        """Close the connection; later calls fail with ``error`` (None: "Connection closed")."""
         with self._close_lock:
             first = not self._closed
             self._closed = True
         if first:
+            lifecycle = self._lifecycle
             try:
-                self._end_session()
+                if lifecycle is not None:
+                    lifecycle.closing(error)
+                if error is None:
+                    self._end_session()
                 self._transport.close()
             finally:
                 self._close_done.set()
+                if lifecycle is not None:
+                    lifecycle.closed()
         else:
             self._close_done.wait(CLOSE_WAIT)
 
@@ -379,9 +429,33 @@ class Client:
     def _send(
         self, method: str, params: Mapping[str, Any] | None, call: CallOptions = NO_CALL_OPTIONS
     ) -> dict[str, Any] | InputRequired:
-        if self._closed:
-            raise errors.connection_error("Connection closed")
-        return self._calls.run(method, params, call).outcome
+        if self._closed or self._gone:
+            raise self._closed_error()
+        if not self._restarts:
+            return self._calls.run(method, params, call).outcome
+        assert self._lifecycle is not None
+        return self._lifecycle.send(self._options, method, params, call)
+
+    def _current(self) -> tuple[CallPipeline | CachedCalls, Session | None]:
+        """What a call runs now and the session it runs in (read together, for restarts)."""
+        return self._calls, self._session
+
+    def _mark_gone(self) -> None:
+        self._gone = True
+
+    def _current_transport(self) -> Transport:
+        return self._transport
+
+    def _ping(self, timeout: float) -> None:
+        """The owner's health check: ``ping`` on the session era, nothing on the stateless."""
+        if not self._dialect.stateless:
+            self._calls.run("ping", None, call_options(timeout))
+
+    def _closed_error(self) -> McpError:
+        lifecycle = self._lifecycle
+        if lifecycle is not None:
+            return lifecycle.closed_error()
+        return errors.connection_error("Connection closed")
 
     def _list_all(self, method: str, call: CallOptions) -> list[dict[str, Any]]:
         first = self._page(method, None, call)
@@ -411,6 +485,22 @@ class Client:
             page = replace(page, items=kept)
         return page
 
+    def _listen_context(self) -> ListenContext:
+        from snodo.subscription import ListenContext
+
+        lifecycle = self._lifecycle
+        return ListenContext(
+            transport=self._transport,
+            dialect=self._dialect,
+            session=self._session,
+            listen_message=self._pipeline.listen_message,
+            observe=self._observe_notification,
+            request=self.request,
+            is_closed=lambda: self._closed,
+            session_events=session_events_of(self._transport),
+            park=lifecycle.park if lifecycle is not None and lifecycle.restarts else None,
+        )
+
     def _end_session(self) -> None:
         """Before closing: end a session the server identified, if the transport can."""
         session = self._session
@@ -437,6 +527,19 @@ class Client:
         """
         if self._cached is not None:
             self._cached.observe(method, params)
+
+
+def _weakly(method: Callable[..., Any]) -> Callable[..., Any]:
+    """``method`` (a bound method) without keeping its object alive."""
+    ref = weakref.WeakMethod(method)
+
+    def call(*args: Any) -> Any:
+        bound = ref()
+        if bound is None:
+            raise errors.connection_error("The client was dropped without close()")
+        return bound(*args)
+
+    return call
 
 
 def _complete(outcome: dict[str, Any] | InputRequired) -> dict[str, Any]:

@@ -8,8 +8,10 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from snodo.actors.connection_owner import StateChange
 from snodo.calls import answer_server_request, next_request_id
 from snodo.client import Client
+from snodo.lifecycle import Negotiated, Supervision, deliver_state
 from snodo.options import (
     ClientOptions,
     build_options,
@@ -22,6 +24,8 @@ from snodo.protocol import meta as meta_rules
 from snodo.protocol.dialects import Dialect
 from snodo.protocol.errors import McpError, invalid_params
 from snodo.protocol.negotiation import Session
+from snodo.supervision import Owner, current_owner, owner_of
+from snodo.supervision.restarts import Backoff, RestartPolicy
 from snodo.transports.base import (
     ConnectOptions,
     NotifyingTransport,
@@ -48,26 +52,40 @@ def direct(
     reset_timeout_on_progress: bool = False,
     max_total_timeout: float | None = 600.0,
     cache: bool = False,
+    owner: Any = None,
+    restart: str = "temporary",
+    backoff: Backoff | Mapping[str, Any] | None = None,
+    max_restarts: int = 5,
+    restart_window: float = 60.0,
+    on_state: Any = None,
 ) -> Client:
     """A client for ``runtime`` in this process: no transport, no JSON text in between.
 
     No probe: the highest allowed version the runtime enables wins, and a session-era version
-    is negotiated through the runtime exactly as over a wire.
+    is negotiated through the runtime exactly as over a wire. ``owner``, ``restart`` and the
+    rest: as for :func:`connect` (a restart opens a new in-process connection).
     """
     from snodo.transports.direct import DirectTransport
 
     options = build_options(**client_keywords(locals()))
+    policy = restart_policy(restart, backoff, max_restarts, restart_window)
+    watched = _owner(owner)
     version = negotiation.direct_version(options.protocol, runtime.enabled_versions)
-    dialect = dialects.get(version)
-    transport = DirectTransport(runtime)
-    if dialect.stateless:
-        return Client(transport, dialect, options)
-    try:
-        session = initialize_session(transport, options, version, dialect)
-    except BaseException:
-        transport.close()
-        raise
-    return Client(transport, dialects.get(session.version), options, session=session)
+
+    def open_direct() -> Negotiated:
+        dialect = dialects.get(version)
+        transport = DirectTransport(runtime)
+        if dialect.stateless:
+            return Negotiated(transport, dialect, None)
+        try:
+            session = initialize_session(transport, options, version, dialect)
+        except BaseException:
+            transport.close()
+            raise
+        return Negotiated(transport, dialects.get(session.version), session)
+
+    supervision = Supervision(policy, watched, open_direct, None, on_state)
+    return _client(open_direct(), options, None, supervision)
 
 
 def connect(
@@ -94,6 +112,12 @@ def connect(
     ca_certs: str | None = None,
     client_cert: str | tuple[str, str] | None = None,
     cache: bool = False,
+    restart: str = "temporary",
+    backoff: Backoff | Mapping[str, Any] | None = None,
+    max_restarts: int = 5,
+    restart_window: float = 60.0,
+    ping_interval: float | None = None,
+    on_state: Any = None,
 ) -> Client:
     """Connect to a server and settle the protocol version before returning.
 
@@ -102,6 +126,12 @@ def connect(
     probed with ``server/discover`` (``probe_timeout``); any answer but a discovery result
     reopens the transport — on stdio that starts the server again — and sends ``initialize``. A
     pin, or a list from one era, skips the probe.
+
+    ``owner`` (the calling thread, greenlet or actor by default) owns the connection: when it
+    ends, the connection closes. ``restart`` ("temporary", "transient" or "permanent"),
+    ``backoff``, ``max_restarts`` within ``restart_window`` seconds and ``ping_interval``
+    (session era) decide what follows an end; ``on_state`` (a callable, queue or actor ref)
+    receives every ``StateChange``. See "Long-running programs" in the README.
     """
     from snodo.transports.targets import Http, Stdio
 
@@ -109,7 +139,19 @@ def connect(
     check_timeout("probe_timeout", probe_timeout, optional=False)
     check_positive_int("max_server_requests", max_server_requests)
     check_positive_int("max_response_bytes", max_response_bytes)
+    check_timeout("ping_interval", ping_interval)
+    policy = restart_policy(restart, backoff, max_restarts, restart_window)
+    watched = _owner(owner)
     answer = partial(answer_server_request, options.input_handlers)
+
+    def supervised(open_transport: Callable[[], Any]) -> Client:
+        def reopen() -> Negotiated:
+            return negotiate(open_transport, options, probe_timeout)
+
+        supervision = Supervision(policy, watched, reopen, ping_interval, on_state)
+        deliver_state(on_state, StateChange("connecting", "opening"))
+        return _client(reopen(), options, answer, supervision)
+
     if isinstance(target, Http):
         from snodo.transports.streamable_http import HttpTransport
 
@@ -129,13 +171,13 @@ def connect(
                 standard_headers=negotiation.announces_standard_headers(options.protocol),
             )
 
-        return negotiate(open_http, options, probe_timeout, answer)
+        return supervised(open_http)
     if isinstance(target, tuple):
         if env is not None or cwd is not None or headers is not None or token_provider is not None:
             raise ValueError(
                 "env=, cwd=, headers= and token_provider= apply to built-in transports only"
             )
-        return negotiate(custom_opener(target, options, answer), options, probe_timeout, answer)
+        return supervised(custom_opener(target, options, answer))
     if not isinstance(target, Stdio):
         raise TypeError(
             f"cannot connect to {target!r}: expected snodo.Stdio(...), snodo.Http(...) "
@@ -143,10 +185,7 @@ def connect(
         )
     if headers is not None or token_provider is not None:
         raise ValueError("headers= and token_provider= apply to HTTP servers only")
-    from snodo.supervision import current_owner, owner_of
     from snodo.transports.stdio import StdioTransport
-
-    watched = current_owner() if owner is None else owner_of(owner)
 
     def open_transport() -> StdioTransport:
         return StdioTransport(
@@ -156,10 +195,9 @@ def connect(
             max_line_bytes=max_response_bytes,
             max_server_requests=max_server_requests,
             on_server_request=answer,
-            owner=watched,
         )
 
-    return negotiate(open_transport, options, probe_timeout, answer)
+    return supervised(open_transport)
 
 
 def custom_opener(
@@ -191,33 +229,68 @@ def custom_opener(
 
 
 def negotiate(
-    open_transport: Callable[[], Any],
-    options: ClientOptions,
-    probe_timeout: float,
-    answer: ServerRequestHandler,
-) -> Client:
+    open_transport: Callable[[], Any], options: ClientOptions, probe_timeout: float
+) -> Negotiated:
     """Open a transport and settle the version as the reference's "Protocol versions" says."""
     plan = negotiation.plan(options.protocol)
     transport = open_transport()
     try:
         if plan.action == "stateless":
-            return Client(transport, dialects.get(plan.version), options, on_server_request=answer)
+            return Negotiated(transport, dialects.get(plan.version), None)
         if plan.action == "initialize":
-            return _initialized(transport, options, plan.version, answer)
+            return _initialized(transport, options, plan.version)
         verdict = negotiation.probe_verdict(
             _probe(transport, options, probe_timeout), options.protocol
         )
         if verdict.action == "use":
-            return Client(
-                transport, dialects.get(verdict.version), options, on_server_request=answer
-            )
+            return Negotiated(transport, dialects.get(verdict.version), None)
         if verdict.action == "initialize":
-            return _initialized(transport, options, verdict.version, answer)
+            return _initialized(transport, options, verdict.version)
         transport.close()
         transport = open_transport()
-        return _initialized(transport, options, verdict.version, answer)
+        return _initialized(transport, options, verdict.version)
     except BaseException:
         transport.close()
+        raise
+
+
+def restart_policy(
+    restart: str,
+    backoff: Backoff | Mapping[str, Any] | None,
+    max_restarts: int,
+    restart_window: float,
+) -> RestartPolicy:
+    """The checked ``restart=``, ``backoff=``, ``max_restarts=`` and ``restart_window=``."""
+    if backoff is None:
+        backoff = Backoff()
+    elif isinstance(backoff, Mapping):
+        backoff = Backoff(**backoff)
+    elif not isinstance(backoff, Backoff):
+        raise TypeError("backoff must be a snodo.Backoff or a mapping of its fields")
+    return RestartPolicy(restart, backoff, max_restarts, restart_window)  # type: ignore[arg-type]
+
+
+def _owner(owner: Any) -> Owner:
+    return current_owner() if owner is None else owner_of(owner)
+
+
+def _client(
+    negotiated: Negotiated,
+    options: ClientOptions,
+    answer: ServerRequestHandler | None,
+    supervision: Supervision,
+) -> Client:
+    try:
+        return Client(
+            negotiated.transport,
+            negotiated.dialect,
+            options,
+            session=negotiated.session,
+            on_server_request=answer,
+            supervision=supervision,
+        )
+    except BaseException:
+        negotiated.transport.close()
         raise
 
 
@@ -253,17 +326,9 @@ def initialize_session(
     return session
 
 
-def _initialized(
-    transport: Any, options: ClientOptions, version: str, answer: ServerRequestHandler
-) -> Client:
+def _initialized(transport: Any, options: ClientOptions, version: str) -> Negotiated:
     session = initialize_session(transport, options, version, dialects.get(version))
-    return Client(
-        transport,
-        dialects.get(session.version),
-        options,
-        session=session,
-        on_server_request=answer,
-    )
+    return Negotiated(transport, dialects.get(session.version), session)
 
 
 def _probe(transport: Any, options: ClientOptions, probe_timeout: float) -> dict[str, Any] | None:
@@ -287,4 +352,11 @@ def _probe(transport: Any, options: ClientOptions, probe_timeout: float) -> dict
     return response
 
 
-__all__ = ["connect", "custom_opener", "direct", "initialize_session", "negotiate"]
+__all__ = [
+    "connect",
+    "custom_opener",
+    "direct",
+    "initialize_session",
+    "negotiate",
+    "restart_policy",
+]

@@ -29,7 +29,7 @@ from snodo.protocol import subscriptions as subs
 from snodo.protocol.dialects import Dialect
 from snodo.protocol.errors import McpError
 from snodo.protocol.negotiation import Session
-from snodo.protocol.subscriptions import Closed, Event, Notification, SubscriptionEvent
+from snodo.protocol.subscriptions import Closed, Event, Gap, Notification, SubscriptionEvent
 from snodo.supervision import (
     CallTimeout,
     Owner,
@@ -71,16 +71,26 @@ class ListenContext:
     is_closed: Callable[[], bool]
     #: The transport's fan-out of session notifications (``session_events_of``), or None.
     session_events: SessionFanout | None
+    #: On a connection that restarts: ``park(resume, error)`` keeps a stream cut off by
+    #: ``error`` to be opened again after the restart (``snodo.lifecycle``); None elsewhere.
+    park: (
+        Callable[[Callable[[ListenContext | None, McpError | None], None], McpError], bool] | None
+    ) = None
 
 
 class _Sink:
     """The transport's way into the stream actor (never blocks long, never raises)."""
 
-    __slots__ = ("_observe", "_ref")
+    __slots__ = ("_cut", "_observe", "_ref")
 
     def __init__(self, observe: Callable[[str, dict[str, Any]], None], ref: Any) -> None:
         self._observe = observe
         self._ref = ref
+        #: On a connection that restarts: takes an end by error; True when it will resume.
+        self._cut: Callable[[McpError], bool] | None = None
+
+    def on_cut(self, cut: Callable[[McpError], bool]) -> None:
+        self._cut = cut
 
     def notification(self, method: str, params: dict[str, Any]) -> None:
         try:
@@ -93,6 +103,9 @@ class _Sink:
             pass
 
     def closed(self, error: McpError | None) -> None:
+        cut = self._cut
+        if error is not None and cut is not None and cut(error):
+            return  # opened again after the restart, with a Gap first
         try:
             self._ref.tell(("end", Closed(error)))
         except Exception:
@@ -189,6 +202,16 @@ class Subscription:
         except (pykka.ActorDeadError, CallTimeout):
             pass
 
+    def resumed(self, listening: Listening) -> None:
+        """The stream was opened again on a restarted connection (``snodo.lifecycle``)."""
+        with self._lock:
+            cancelled = self._cancelled
+            if not cancelled:
+                self._listening = listening
+                self.accepted = listening.accepted
+        if cancelled:
+            listening.cancel()
+
     def __enter__(self) -> Subscription:
         return self
 
@@ -279,16 +302,75 @@ def open_subscription(
     ref = SubscriptionStream.start(deliver, max_buffer, overflow)
     box.append(ref)
     sink = _Sink(context.observe, ref)
+
+    def open_listening(on: ListenContext, into: _Sink) -> Listening:
+        if isinstance(on.transport, ListeningTransport) and on.dialect.stateless:
+            message, options = on.listen_message(requested, timeout, meta, trace_context)
+            return on.transport.listen(message, options, into)
+        return _listen_session(on, requested, into, timeout)
+
     try:
-        if isinstance(transport, ListeningTransport) and dialect.stateless:
-            message, options = context.listen_message(requested, timeout, meta, trace_context)
-            listening = transport.listen(message, options, sink)
-        else:
-            listening = _listen_session(context, requested, sink, timeout)
+        listening = open_listening(context, sink)
     except BaseException:
         stop(ref, timeout=CLOSE_WAIT)
         raise
-    return Subscription(ref, who, mailbox, listening)
+    subscription = Subscription(ref, who, mailbox, listening)
+    if context.park is not None:
+        _Resumption(context.park, subscription, sink, open_listening)
+    return subscription
+
+
+class _Resumption:
+    """A subscription on a connection that restarts: cut off by an end, it is parked with the
+    connection's lifecycle and opened again after the restart (a ``Gap`` first), or ends with
+    ``Closed`` when the connection closes for good."""
+
+    __slots__ = ("_cut_by", "_open", "_park", "_sink", "_subscription")
+
+    def __init__(
+        self,
+        park: Callable[[Callable[[ListenContext | None, McpError | None], None], McpError], bool],
+        subscription: Subscription,
+        sink: _Sink,
+        open_listening: Callable[[ListenContext, _Sink], Listening],
+    ) -> None:
+        self._park = park
+        self._subscription = subscription
+        self._sink = sink
+        self._open = open_listening
+        self._cut_by: McpError | None = None
+        sink.on_cut(self._cut)
+
+    def _cut(self, error: McpError) -> bool:
+        if self._subscription.closed:
+            return False
+        if self._cut_by is None:
+            self._cut_by = error
+        return self._park(self._resume, error)
+
+    def _resume(self, context: ListenContext | None, error: McpError | None) -> None:
+        ref = self._subscription.ref
+        if context is None or self._subscription.closed:
+            closed = error if error is not None else errors.connection_error("Connection closed")
+            _tell(ref, ("end", Closed(closed)))
+            return
+        self._park = context.park or self._park
+        try:
+            listening = self._open(context, self._sink)
+        except McpError as failure:
+            if not self._cut(failure):
+                _tell(ref, ("end", Closed(failure)))
+            return
+        _tell(ref, ("gap", Gap(self._cut_by)))
+        self._cut_by = None
+        self._subscription.resumed(listening)
+
+
+def _tell(ref: Any, message: Any) -> None:
+    try:
+        ref.tell(message)
+    except Exception:  # the stream has ended
+        pass
 
 
 def _listen_session(

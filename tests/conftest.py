@@ -11,6 +11,7 @@ the check.
 
 from __future__ import annotations
 
+import gc
 import os
 import threading
 import time
@@ -21,7 +22,7 @@ import pykka
 import pytest
 from hypothesis import settings
 
-from snodo.supervision import join, kill, registry, service_threads, stop
+from snodo.supervision import connections, join, kill, registry, service_threads, stop
 from tests.support.client_support import Wire, recording_direct
 
 LEAK_DEADLINE = 5.0
@@ -56,8 +57,15 @@ def _leaks(
     return new_threads, new_actors
 
 
+@pytest.fixture
+def supervision_root() -> None:
+    """The root supervision tree every connection lives under (started on first use, one per
+    process; a test may shut it down) runs before each test's baseline: it is no test's own."""
+    connections()
+
+
 @pytest.fixture(autouse=True)
-def leak_check(request: pytest.FixtureRequest) -> Iterator[None]:
+def leak_check(request: pytest.FixtureRequest, supervision_root: None) -> Iterator[None]:
     """Fail a test that leaves a thread or an actor of its own behind."""
     if request.node.get_closest_marker("allow_leaks"):
         yield
@@ -68,6 +76,11 @@ def leak_check(request: pytest.FixtureRequest) -> Iterator[None]:
     yield
     deadline = time.monotonic() + LEAK_DEADLINE
     new_threads, new_actors = _leaks(threads, urns, pykka_refs)
+    if new_threads or new_actors:
+        # A client the test dropped without close() (say, held by a caught exception's
+        # traceback cycle) stops its connection owner once it is collected.
+        gc.collect()
+        new_threads, new_actors = _leaks(threads, urns, pykka_refs)
     while new_threads or new_actors:
         remaining = deadline - time.monotonic()
         if remaining <= 0:

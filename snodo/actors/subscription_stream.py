@@ -5,7 +5,8 @@ The transport tells it each event as it arrives (``("event", method, params)``) 
 wait in a buffer of at most ``max_buffer``, and when it is full ``overflow`` drops the oldest
 queued event or the arriving one. The drop count reaches the owner as ``Dropped(n)`` just before
 the next event it receives (it takes no demand), and ``Closed`` comes after the queued events.
-``close`` (an ask) stops it at once: nothing is delivered after it returns.
+After a restart of the connection ``("gap", Gap)`` comes; the owner receives the ``Gap`` after the
+events queued before it, taking no demand. ``close`` (an ask) stops it at once: nothing is delivered after it returns.
 
 Delivery is ``deliver(event)``: an actor owner's ``tell(SubscriptionEvent(ref, event))``, or a
 put into the pull mailbox that ``Subscription.next()`` reads. Pooled: handlers never block (a
@@ -18,12 +19,15 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from snodo.protocol.subscriptions import Closed, Dropped, Event, Notification
+from snodo.protocol.subscriptions import Closed, Dropped, Event, Gap, Notification
 from snodo.supervision import NORMAL, PooledActor, stop
 
 __all__ = ["Deliver", "SubscriptionStream"]
 
 Deliver = Callable[[Event], None]
+
+#: The buffer's marker of a ``Gap`` (a method name no notification can have).
+_GAP = "\x00gap"
 
 
 class SubscriptionStream(PooledActor):
@@ -53,6 +57,8 @@ class SubscriptionStream(PooledActor):
             if self._end is None:
                 self._end = message[1]
                 self._flush()
+        elif kind == "gap":
+            self._gap(message[1])
         elif kind == "close":
             self._finish()
         return None
@@ -76,12 +82,25 @@ class SubscriptionStream(PooledActor):
             self._buffer.popleft()
         self._buffer.append((method, params))
 
+    def _gap(self, gap: Gap) -> None:
+        """The connection restarted: after what is queued, ``gap`` (it takes no demand)."""
+        if self._end is not None:
+            return
+        if not self._buffer:
+            self._send_dropped()
+            self._deliver(gap)
+            return
+        self._buffer.append((_GAP, {"gap": gap}))
+
     def _flush(self) -> None:
         buffer = self._buffer
-        while self._demand > 0 and buffer:
-            self._demand -= 1
-            self._send_dropped()
+        while buffer and (self._demand > 0 or buffer[0][0] is _GAP):
             method, params = buffer.popleft()
+            self._send_dropped()
+            if method is _GAP:
+                self._deliver(params["gap"])
+                continue
+            self._demand -= 1
             self._deliver(Notification(method, params))
         if self._end is not None and not buffer:
             self._send_dropped()

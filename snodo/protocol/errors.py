@@ -180,6 +180,22 @@ def outcome_unknown_error(message: str, *, cause: Any = None) -> McpError:
     )
 
 
+def with_outcome(error: McpError, outcome: str) -> McpError:
+    """A copy of the -32000 ``error`` whose ``data`` says ``{"outcome": outcome}``:
+    ``"unknown"`` (the request was written; the server may have acted on it) or ``"not_sent"``
+    (it never left, so a retry is safe). An error that already says its outcome keeps it."""
+    data = error.data
+    if isinstance(data, dict) and "outcome" in data:
+        marked = data
+    elif isinstance(data, dict):
+        marked = {**data, "outcome": outcome}
+    elif data is None:
+        marked = {"outcome": outcome}
+    else:
+        marked = data
+    return McpError(error.code, error.message, marked, kind=error.kind, cause=error.cause)
+
+
 def broken_response_error(reason: str, *, cause: Any = None) -> McpError:
     """-32000 for an answer to our request that is not a valid JSON-RPC response (for instance
     both "result" and "error"): the call fails at once instead of waiting for its timeout."""
@@ -216,4 +232,5 @@ __all__ = [
     "method_not_found",
     "outcome_unknown_error",
     "timeout_error",
+    "with_outcome",
 ]

@@ -37,6 +37,7 @@ __all__ = [
     "read_post_answer",
     "response_to",
     "retry_delay",
+    "session_expired",
     "status_error",
 ]
 
@@ -118,6 +119,13 @@ def status_error(status: int, url: str, body: bytes, secrets: Iterable[str]) -> 
         f"HTTP {status} from {url}",
         cause=("http_status", status, redaction.excerpt(body, secrets, EXCERPT_BYTES)),
     )
+
+
+def session_expired(status: int, session_id: str | None) -> bool:
+    """A 404 for a request that carried a session id: the session is gone (the request was not
+    processed; the client must ``initialize`` again). Raised as :func:`status_error`, so its
+    ``cause`` names the status even when the body is the server's JSON-RPC error."""
+    return status == 404 and session_id is not None
 
 
 def read_post_answer(request_id: RequestId, body: bytes) -> dict[str, Any] | None:

@@ -63,6 +63,15 @@ class Dropped:
 
 
 @dataclass(frozen=True, slots=True)
+class Gap:
+    """The connection was restarted and the subscription opened again with the same filter:
+    events between the two streams are lost, so resync (takes no demand). ``reason`` is the
+    error that ended the old connection."""
+
+    reason: McpError | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Closed:
     """The stream ended: ``reason`` is None for a graceful end, else the ``McpError``."""
 
@@ -73,7 +82,7 @@ class Closed:
         return self.reason
 
 
-Event = Notification | Dropped | Closed
+Event = Notification | Dropped | Gap | Closed
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,6 +274,7 @@ __all__ = [
     "Dropped",
     "Ended",
     "Event",
+    "Gap",
     "Notification",
     "SubscriptionEvent",
     "SubscriptionId",

@@ -31,7 +31,6 @@ with a reason other than NORMAL, as in OTP.
 from __future__ import annotations
 
 import time
-from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias, get_args
@@ -49,6 +48,7 @@ from snodo.supervision.reasons import (
     TooManyRestarts,
     is_abnormal,
 )
+from snodo.supervision.restarts import Restart, restarts_in_window
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -69,7 +69,6 @@ __all__ = [
 ]
 
 Strategy: TypeAlias = Literal["one_for_one", "one_for_all", "rest_for_one"]
-Restart: TypeAlias = Literal["permanent", "transient", "temporary"]
 
 
 @dataclass(frozen=True)
@@ -196,7 +195,7 @@ class Supervisor(Actor):
         self._children: list[_Child] = []  # in start order
         self._by_urn: dict[str, _Child] = {}
         self._running: dict[str, ActorRef[Any]] = {}  # id -> running ref; see running_child
-        self._restarts: deque[float] = deque()
+        self._restarts: tuple[float, ...] = ()  # restart times within the period
 
     def running_child(self, child_id: str) -> ActorRef[Any] | None:
         """The running ref of the child ``child_id``, or None; safe from any thread.
@@ -316,15 +315,14 @@ class Supervisor(Actor):
 
     def _count_restart(self, child_id: str, reason: Reason) -> None:
         now = time.monotonic()
-        while self._restarts and now - self._restarts[0] > self.max_seconds:
-            self._restarts.popleft()
+        self._restarts = restarts_in_window(self._restarts, self.max_seconds, now)
         if len(self._restarts) >= self.max_restarts:
             msg = (
                 f"{self}: more than {self.max_restarts} restarts in {self.max_seconds} s;"
                 f" child {child_id!r} ended with {reason}"
             )
             raise TooManyRestarts(msg, child_id, reason)
-        self._restarts.append(now)
+        self._restarts = (*self._restarts, now)
 
     def _restart(self, failed: _Child, reason: Reason) -> None:
         while True:

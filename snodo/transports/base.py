@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from snodo.protocol.dialects import Dialect
+from snodo.protocol.errors import McpError
 
 if TYPE_CHECKING:
     from snodo.transports.listening import Listening, SessionFanout, SubscriptionSink
@@ -26,6 +27,7 @@ __all__ = [
     "BaseTransport",
     "CacheIdentity",
     "ConnectOptions",
+    "EndReportingTransport",
     "ListeningTransport",
     "NotifyingTransport",
     "ProgressSink",
@@ -187,6 +189,19 @@ class ListeningTransport(Transport, Protocol):
         self, message: dict[str, Any], options: RequestOptions, sink: SubscriptionSink
     ) -> Listening:
         """Send the listen request; stream its notifications into ``sink`` until closed."""
+        ...
+
+
+@runtime_checkable
+class EndReportingTransport(Transport, Protocol):
+    """A transport that notices by itself when its connection ends (a stdio server exits).
+
+    Without it a connection's end is learnt from the calls that fail on it.
+    """
+
+    def on_end(self, callback: Callable[[McpError], None]) -> None:
+        """Call ``callback(error)`` once when the connection ends other than by ``close()``,
+        from a thread that must not block; at once if it has ended already."""
         ...
 
 

@@ -1,8 +1,8 @@
 """The stdio transport: an MCP server as a child process speaking JSON-RPC lines.
 
-Per connection: the child process (its own process group), a ``ConnectionOwner`` actor under the
-root's connections supervisor (the supervision anchor: lifecycle events, owner death), and a
-bounded pool for the requests the server sends the client. Reading is done by the process-wide
+Per connection: the child process (its own process group) and a bounded pool for the requests
+the server sends the client; the client's ``ConnectionOwner`` (``snodo.actors``) owns its lifetime
+and hears its end through ``on_end``. Reading is done by the process-wide
 I/O hub (``io_hub``): an idle connection holds no thread of its own.
 
 The hot path: the caller writes its request line itself, then reads the server's stdout itself
@@ -38,8 +38,6 @@ from snodo.protocol.exchange import (
     server_request_reply,
 )
 from snodo.protocol.framing import LineFramer, Oversized
-from snodo.supervision import ChildSpec, Owner, OwnerWatch, watch
-from snodo.supervision.pooled import PooledActor
 from snodo.transports import process
 from snodo.transports.base import (
     BaseTransport,
@@ -68,7 +66,6 @@ __all__ = [
     "STDERR_LINE_BYTES",
     "TERM_WAIT",
     "WRITE_TIMEOUT",
-    "ConnectionOwner",
     "StdioTransport",
 ]
 
@@ -109,24 +106,6 @@ class _Call:
         self.dropped_progress = 0
 
 
-class ConnectionOwner(PooledActor):
-    """Supervision anchor of one stdio connection: it ends when the connection closes, and
-    closing it (a supervisor shutdown, a link) closes the connection."""
-
-    def __init__(self, close_async: Callable[[str], None]) -> None:
-        super().__init__()
-        self._close_async = close_async  # the connection's close from a thread that must not block
-
-    def on_receive(self, message: Any) -> Any:
-        return None
-
-    def on_stop(self) -> None:
-        self._close_async("the connection owner stopped")
-
-    def on_failure(self, *exc_info: Any) -> None:
-        self._close_async("the connection owner crashed")
-
-
 class StdioTransport(BaseTransport):
     """A running stdio server and the client's side of its JSON-RPC stream."""
 
@@ -141,7 +120,6 @@ class StdioTransport(BaseTransport):
         max_line_bytes: int = 16 * 1024 * 1024,
         max_server_requests: int = 16,
         on_server_request: ServerRequestHandler | None = None,
-        owner: Owner | None = None,
     ) -> None:
         self.target = target
         #: The session-era notifications of this connection, fanned out to subscriptions.
@@ -170,8 +148,8 @@ class StdioTransport(BaseTransport):
         self.name = f"stdio-{next(_connection_ids)}-{self._child.pid}"
         #: stdin: write combining and replies that never wait (docs/decisions/0027).
         self._outbox = Outbox(self._child, self.name, self._lose, self._exit_status)
-        self._owner_ref: Any = None
-        self._watch: OwnerWatch | None = None
+        self._on_end: Callable[[McpError], None] | None = None
+        self._reported_end = False
         try:
             io = hub()
             if self._lead:
@@ -181,9 +159,6 @@ class StdioTransport(BaseTransport):
             io.watch(self._child.stderr, self._on_stderr, self._on_stderr_eof)
             if self._child.pidfd is not None:
                 io.watch_ready(self._child.pidfd, self._on_exit)
-            self._owner_ref = _start_owner(self.name, self._close_async)
-            if owner is not None:
-                self._watch = watch(owner, self._on_owner_down)
         except BaseException:
             self.close()
             raise
@@ -194,10 +169,6 @@ class StdioTransport(BaseTransport):
     def pid(self) -> int:
         """The server's process id (also its process group id)."""
         return self._child.pid
-
-    @property
-    def owner_ref(self) -> Any:
-        return self._owner_ref
 
     @property
     def closed(self) -> bool:
@@ -219,7 +190,7 @@ class StdioTransport(BaseTransport):
         call = _Call()
         with self._lock:
             if self._lost is not None:
-                raise _copy(self._lost)
+                raise errors.with_outcome(self._lost, "not_sent")
             self._pending[request_id] = call
         started = time.monotonic()
         limit = WRITE_TIMEOUT if options.timeout is None else min(WRITE_TIMEOUT, options.timeout)
@@ -259,7 +230,7 @@ class StdioTransport(BaseTransport):
         route = StreamRoute(request_id, sink)
         with self._lock:
             if self._lost is not None:
-                raise _copy(self._lost)
+                raise errors.with_outcome(self._lost, "not_sent")
             self._listens[request_id] = route
         try:
             try:
@@ -308,7 +279,7 @@ class StdioTransport(BaseTransport):
         """Write a notification."""
         with self._lock:
             if self._lost is not None:
-                raise _copy(self._lost)
+                raise errors.with_outcome(self._lost, "not_sent")
         try:
             self._outbox.write(jsonrpc.encode_line(message), time.monotonic() + WRITE_TIMEOUT)
         except TimeoutError:
@@ -339,8 +310,6 @@ class StdioTransport(BaseTransport):
             for call in calls:
                 call.inbox.put(("error", self._lost))
             self._end_listens(self._lost)
-            if self._watch is not None:
-                self._watch.cancel()
             self._outbox.seal()
             self._handlers.shutdown()
             io = hub()
@@ -354,8 +323,6 @@ class StdioTransport(BaseTransport):
             process.terminate(self._child, grace=CLOSE_GRACE, term_wait=TERM_WAIT)
             self._await_reader_gone(2.0)
             process.close_fds(self._child)
-            if self._owner_ref is not None:
-                _stop_owner(self._owner_ref, self.name)
         finally:
             self._close_done.set()
 
@@ -558,8 +525,10 @@ class StdioTransport(BaseTransport):
                 self._lost = error
             error = self._lost
             calls = list(self._pending.values())
-        for call in calls:
-            call.inbox.put(("error", error))
+        if calls:
+            written = errors.with_outcome(error, "unknown")  # the request may have been read
+            for call in calls:
+                call.inbox.put(("error", written))
         self._end_listens(error)
         return error
 
@@ -774,7 +743,27 @@ class StdioTransport(BaseTransport):
             self._lose(
                 errors.connection_error("The server closed its stdout", cause=("stdout_closed",))
             )
+        self._report_end()
         self._close_async("the server is gone")
+
+    def on_end(self, callback: Callable[[McpError], None]) -> None:
+        """``EndReportingTransport``: ``callback(error)`` once the server is gone."""
+        with self._lock:
+            self._on_end = callback
+            ended = self._lost is not None and not self._close_started
+        if ended:
+            self._report_end()
+
+    def _report_end(self) -> None:
+        with self._lock:
+            callback, error = self._on_end, self._lost
+            if callback is None or error is None or self._reported_end:
+                return
+            self._reported_end = True
+        try:
+            callback(error)
+        except Exception:
+            _log.exception("an end callback failed", connection=self.name)
 
     def _on_stderr(self, chunk: bytes) -> None:
         for line in self._stderr_framer.feed(chunk):
@@ -784,9 +773,6 @@ class StdioTransport(BaseTransport):
 
     def _on_stderr_eof(self) -> None:
         self._stderr_framer.flush()
-
-    def _on_owner_down(self, reason: Any) -> None:
-        self._close_async("the owner ended")
 
     def _close_async(self, why: str) -> None:
         """Close from a thread that must not block (the hub, a watcher, the owner actor)."""
@@ -803,29 +789,6 @@ def _stdio_partition() -> str:
 
 def _copy(error: McpError) -> McpError:
     return McpError(error.code, error.message, error.data, kind=error.kind, cause=error.cause)
-
-
-def _start_owner(name: str, close_async: Callable[[str], None]) -> Any:
-    from snodo.supervision import connections, start_child
-
-    spec = ChildSpec(
-        id=name,
-        start=lambda: ConnectionOwner.start(close_async),
-        restart="temporary",
-        shutdown=CLOSE_GRACE + 2 * TERM_WAIT + 1.0,
-    )
-    return start_child(connections(), spec)
-
-
-def _stop_owner(ref: Any, name: str) -> None:
-    from snodo.supervision import connections, current_actor, terminate_child
-
-    if current_actor() is ref:
-        return  # closing from the owner's own stop: it is already ending
-    try:
-        terminate_child(connections(), name, timeout=5.0)
-    except Exception:
-        _log.debug("owner already gone", connection=name)
 
 
 def _inbox_item(

@@ -646,8 +646,11 @@ class HttpTransport(BaseTransport):
         if isinstance(exc, http_wire.WireTimeout) or deadline.expired(time.monotonic()):
             return deadline.error(cause=("http", str(exc)))
         if isinstance(exc, http_wire.ConnectError):
-            return errors.connection_error(
-                f"Cannot connect to {self.url}: {exc.reason}", cause=("http", str(exc))
+            return errors.with_outcome(
+                errors.connection_error(
+                    f"Cannot connect to {self.url}: {exc.reason}", cause=("http", str(exc))
+                ),
+                "not_sent",
             )
         if isinstance(exc, http_wire.NoResponse):
             return errors.outcome_unknown_error(
@@ -674,7 +677,7 @@ class HttpTransport(BaseTransport):
                 response.discard()  # an event stream never goes back to the pool
         body = self._read_all(response, deadline)
         answer = read_post_answer(message["id"], body)
-        if answer is None:
+        if answer is None or streamable.session_expired(response.status, self.session_id):
             raise streamable.status_error(response.status, self.url, body, self._sent.values())
         return answer
 

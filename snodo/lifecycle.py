@@ -1,0 +1,343 @@
+"""A client's connection over time: its owner, its state, and its restarts.
+
+``snodo.connect`` and ``snodo.direct`` put every client under a :class:`Lifecycle`, which starts
+the connection's ``ConnectionOwner`` (``snodo.actors``) under the connections supervisor. The
+owner decides (restart or give up, after what backoff); the lifecycle carries it out on the
+client: a call on a restarting connection waits for it within its own timeout, a call that finds
+the connection broken reports it, a request refused with a 404 for its session is sent once
+more on the new session, and subscriptions cut off by the end are opened again after a restart
+with a ``Gap`` first. Under ``restart="temporary"`` (the default) calls never come here.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+import weakref
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from itertools import count
+from typing import TYPE_CHECKING, Any
+
+import pykka
+
+from snodo.actors.connection_owner import (
+    Broken,
+    Closing,
+    ConnectionHooks,
+    ConnectionOwner,
+    ConnectionState,
+    OwnerEnded,
+    StateChange,
+)
+from snodo.log import get_logger
+from snodo.options import CallOptions, ClientOptions
+from snodo.protocol import endings, errors
+from snodo.protocol.dialects import Dialect
+from snodo.protocol.errors import McpError
+from snodo.protocol.negotiation import Session
+from snodo.protocol.results import InputRequired
+from snodo.supervision import (
+    ChildSpec,
+    Owner,
+    OwnerWatch,
+    connections,
+    start_child,
+    terminate_child,
+    watch,
+)
+from snodo.supervision.restarts import RestartPolicy
+from snodo.transports.base import EndReportingTransport, Transport
+
+if TYPE_CHECKING:
+    from snodo.cached_calls import CachedCalls
+    from snodo.calls import CallPipeline
+    from snodo.subscription import ListenContext
+
+__all__ = [
+    "ClientSide",
+    "Lifecycle",
+    "Negotiated",
+    "Resume",
+    "StateTarget",
+    "Supervision",
+    "deliver_state",
+]
+
+_log = get_logger("snodo.connection")
+
+_names = count(1)
+
+#: What ``on_state=`` may be: a callable, a queue (``put_nowait``) or an actor ref (``tell``).
+StateTarget = Any
+
+#: A subscription cut off by an end: called with the new connection's listen context after a
+#: restart, or None when the connection is closed for good.
+Resume = Callable[["ListenContext | None", "McpError | None"], None]
+
+#: The longest a call waits for a restart when neither it nor the client has a timeout.
+RESTART_WAIT = 600.0
+
+
+@dataclass(frozen=True, slots=True)
+class Negotiated:
+    """One opened connection: the transport and what negotiation settled on it."""
+
+    transport: Transport
+    dialect: Dialect
+    session: Session | None
+
+
+@dataclass(frozen=True, slots=True)
+class Supervision:
+    """How ``connect``/``direct`` supervise a connection (their keywords, checked)."""
+
+    policy: RestartPolicy
+    owner: Owner
+    #: Opens and negotiates a new connection (a restart); None where none can be made.
+    reopen: Callable[[], Negotiated] | None = None
+    ping_interval: float | None = None
+    on_state: StateTarget = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClientSide:
+    """What a lifecycle drives on its client (the client's own callables)."""
+
+    current: Callable[[], tuple[CallPipeline | CachedCalls, Session | None]]
+    install: Callable[[Negotiated], None]
+    end: Callable[[McpError | None], None]
+    ping: Callable[[float], None]
+    listen_context: Callable[[], ListenContext]
+    transport: Callable[[], Transport]
+    #: The connection is gone for good: calls fail from now on (the close follows).
+    gone: Callable[[], None]
+
+
+def deliver_state(target: StateTarget, change: StateChange) -> None:
+    """Hand ``change`` to an ``on_state=`` target; a full queue drops it with a warning."""
+    if target is None:
+        return
+    if isinstance(target, pykka.ActorRef):
+        try:
+            target.tell(change)
+        except pykka.ActorDeadError:
+            pass
+        return
+    put = getattr(target, "put_nowait", None)
+    if callable(put):
+        try:
+            put(change)
+        except queue.Full:
+            _log.warning("on_state queue is full: a state change was dropped", state=change.state)
+        return
+    target(change)
+
+
+class Lifecycle:
+    """Owner, state and restarts of one client's connection (see the module docstring)."""
+
+    def __init__(self, supervision: Supervision, client: ClientSide) -> None:
+        self.name = f"connection-{next(_names)}"
+        self._supervision = supervision
+        self._client = client
+        self.restarts = supervision.policy.restart != "temporary"
+        self.state: ConnectionState = "ready"
+        self._error: McpError | None = None
+        self._generation = 0
+        self._cond = threading.Condition()
+        self._parked: list[Resume] = []
+        self._restarted = 0
+        hooks = ConnectionHooks(
+            reopen=self._reopen, end=self._end_by_owner, ping=client.ping, changed=self._changed
+        )
+        owner_args = (self.name, supervision.policy, hooks, supervision.owner)
+        spec = ChildSpec(
+            id=self.name,
+            start=lambda: ConnectionOwner.start(*owner_args, supervision.ping_interval),
+            restart="temporary",
+            shutdown=5.0,
+        )
+        self._owner = start_child(connections(), spec)
+        self._watch = watch(supervision.owner, lambda reason: self._tell(OwnerEnded(reason)))
+        deliver_state(supervision.on_state, StateChange("ready", "connected"))
+        self._watch_end(client.transport())
+
+    def watch_client(self, client: object) -> None:
+        """Stop the owner when ``client`` is collected without ``close()``."""
+        weakref.finalize(client, _abandon, self._owner, self._watch)
+
+    # -- the client's calls -------------------------------------------------------------------
+
+    def send(
+        self,
+        options: ClientOptions,
+        method: str,
+        params: Mapping[str, Any] | None,
+        call: CallOptions,
+    ) -> dict[str, Any] | InputRequired:
+        """A call on a connection that restarts (see the module docstring)."""
+        timeout = call.timeout if call.timeout is not None else options.timeout
+        deadline = time.monotonic() + (timeout if timeout is not None else RESTART_WAIT)
+        calls, session, generation = self._ready(deadline, timeout)
+        try:
+            return calls.run(method, params, call).outcome
+        except McpError as error:
+            ending = endings.ending_of(
+                error, session is not None and session.session_id is not None
+            )
+            if ending is None:
+                raise
+            self._tell(Broken(generation, error))
+            data = error.data
+            never_sent = isinstance(data, dict) and data.get("outcome") == "not_sent"
+            if ending != "expired" and not never_sent:
+                raise errors.with_outcome(error, "unknown") from None
+        # Not processed (HTTP 404 for the session) or never sent: once more, after the restart.
+        calls, session, generation = self._ready(deadline, timeout)
+        remaining = max(0.0, deadline - time.monotonic())
+        again = replace(call, timeout=remaining) if timeout is not None else call
+        return calls.run(method, params, again).outcome
+
+    def closing(self, error: McpError | None) -> None:
+        """The client is closing (``error``: why, when not by ``close()``)."""
+        with self._cond:
+            if error is not None and self._error is None:
+                self._error = error
+            self.state = "closed"
+            parked, self._parked = self._parked, []
+            self._cond.notify_all()
+        self._watch.cancel()
+        self._tell(Closing())
+        for resume in parked:
+            resume(None, error)
+
+    def closed(self) -> None:
+        """The client has closed its transport: stop the owner actor."""
+        try:
+            terminate_child(connections(), self.name, timeout=10.0)
+        except Exception:
+            _log.debug("owner already gone", connection=self.name)
+
+    def closed_error(self) -> McpError:
+        """What a call on the closed connection raises: why it closed, never sent."""
+        error = self._error
+        if error is None:
+            return errors.connection_error("Connection closed")
+        return errors.with_outcome(error, "not_sent")
+
+    # -- subscriptions ------------------------------------------------------------------------
+
+    def park(self, resume: Resume, error: McpError) -> bool:
+        """A subscription was cut off by ``error``: resume it after a restart. False when the
+        connection will not restart (the subscription ends as usual)."""
+        if not self.restarts or endings.ending_of(error, True) is None:
+            return False
+        with self._cond:
+            if self.state == "closed":
+                return False
+            self._parked.append(resume)
+            generation = self._generation
+        self._tell(Broken(generation, error))  # a listen stream can be the first to know
+        return True
+
+    # -- the owner's hooks --------------------------------------------------------------------
+
+    def _reopen(self) -> None:
+        reopen = self._supervision.reopen
+        with self._cond:
+            self._generation += 1
+        try:
+            self._client.transport().close()
+        except Exception:
+            _log.debug("closing the broken transport failed", connection=self.name)
+        if reopen is None:
+            raise errors.connection_error("This connection cannot be reopened")
+        negotiated = reopen()
+        with self._cond:
+            closed = self.state == "closed"
+        if closed:
+            negotiated.transport.close()
+            raise errors.connection_error("Connection closed")
+        self._client.install(negotiated)
+        self._watch_end(negotiated.transport)
+
+    def _end_by_owner(self, error: McpError) -> None:
+        self._client.end(error)
+
+    def _changed(self, change: StateChange) -> None:
+        resume: list[Resume] = []
+        with self._cond:
+            if self.state == "closed" and change.state != "closed":
+                return  # closed by the client meanwhile
+            self.state = change.state
+            if change.state == "closed" and change.error is not None and self._error is None:
+                self._error = change.error
+            if change.state == "ready":
+                resume, self._parked = self._parked, []
+            self._cond.notify_all()
+        if change.state == "closed":
+            try:
+                self._client.gone()
+            except McpError:
+                pass  # the client was collected
+        deliver_state(self._supervision.on_state, change)
+        if resume:
+            threading.Thread(
+                target=self._resume_all,
+                args=(resume, change.error),
+                name=f"snodo-resume-{self.name}",
+                daemon=True,
+            ).start()
+
+    def _resume_all(self, parked: list[Resume], error: McpError | None) -> None:
+        context = self._client.listen_context()
+        for resume in parked:
+            resume(context, error)
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _ready(
+        self, deadline: float, timeout: float | None
+    ) -> tuple[CallPipeline | CachedCalls, Session | None, int]:
+        if self.state == "ready":
+            calls, session = self._client.current()
+            return calls, session, self._generation
+        with self._cond:
+            while True:
+                state: ConnectionState = self.state
+                if state == "ready":
+                    break
+                if state == "closed":
+                    raise self.closed_error()
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise errors.timeout_error(
+                        timeout if timeout is not None else RESTART_WAIT,
+                        cause=("restarting",),
+                    )
+                self._cond.wait(remaining)
+            calls, session = self._client.current()
+            return calls, session, self._generation
+
+    def _watch_end(self, transport: Transport) -> None:
+        if not isinstance(transport, EndReportingTransport):
+            return
+        generation = self._generation
+        transport.on_end(lambda error: self._tell(Broken(generation, error)))
+
+    def _tell(self, message: Any) -> None:
+        try:
+            self._owner.tell(message)
+        except pykka.ActorDeadError:
+            pass
+
+
+def _abandon(owner: Any, owner_watch: OwnerWatch) -> None:
+    """A client was collected without ``close()``: its owner stops itself (never blocks)."""
+    owner_watch.cancel()
+    try:
+        owner.tell(Closing())
+    except pykka.ActorDeadError:
+        pass
