@@ -195,7 +195,7 @@ class Lifecycle:
             if ending != "expired" and not never_sent:
                 raise errors.with_outcome(error, "unknown") from None
         # Not processed (HTTP 404 for the session) or never sent: once more, after the restart.
-        calls, session, generation = self._ready(deadline, timeout)
+        calls, session, generation = self._ready(deadline, timeout, after=generation)
         remaining = max(0.0, deadline - time.monotonic())
         again = replace(call, timeout=remaining) if timeout is not None else call
         return calls.run(method, params, again).outcome
@@ -299,15 +299,16 @@ class Lifecycle:
     # -- internals ----------------------------------------------------------------------------
 
     def _ready(
-        self, deadline: float, timeout: float | None
+        self, deadline: float, timeout: float | None, after: int = -1
     ) -> tuple[CallPipeline | CachedCalls, Session | None, int]:
-        if self.state == "ready":
+        """The connection to call on once it is ready (and newer than generation ``after``)."""
+        if self.state == "ready" and self._generation > after:
             calls, session = self._client.current()
             return calls, session, self._generation
         with self._cond:
             while True:
                 state: ConnectionState = self.state
-                if state == "ready":
+                if state == "ready" and self._generation > after:
                     break
                 if state == "closed":
                     raise self.closed_error()
