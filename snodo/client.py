@@ -92,20 +92,10 @@ class Client:
         #: Set by the lifecycle the moment the connection is gone for good (closing follows).
         self._gone = False
         if supervision is not None:
-            from snodo.lifecycle import ClientSide, Lifecycle
+            from snodo.lifecycle import Lifecycle
 
             # Weakly: a client dropped without close() is still collected, and its owner stops.
-            side = ClientSide(
-                current=_weakly(self._current),
-                install=_weakly(self._install),
-                end=_weakly(self.end),
-                ping=_weakly(self._ping),
-                listen_context=_weakly(self._listen_context),
-                transport=_weakly(self._current_transport),
-                gone=_weakly(self._mark_gone),
-            )
-            self._lifecycle = Lifecycle(supervision, side)
-            self._lifecycle.watch_client(self)
+            self._lifecycle = Lifecycle(supervision, _ClientSide(self))
         #: Only clients that restart check the connection's state on every call.
         self._restarts = self._lifecycle is not None and self._lifecycle.restarts
 
@@ -402,9 +392,9 @@ class Client:
     def close(self) -> None:
         """Close the connection; later calls fail with -32000. Idempotent: every caller returns
         once the connection is closed (a racing caller waits for the first, within a bound)."""
-        self.end(None)
+        self._end(None)
 
-    def end(self, error: McpError | None) -> None:
+    def _end(self, error: McpError | None) -> None:
         """Close the connection; later calls fail with ``error`` (None: "Connection closed")."""
         with self._close_lock:
             first = not self._closed
@@ -442,9 +432,6 @@ class Client:
 
     def _mark_gone(self) -> None:
         self._gone = True
-
-    def _current_transport(self) -> Transport:
-        return self._transport
 
     def _ping(self, timeout: float) -> None:
         """The owner's health check: ``ping`` on the session era, nothing on the stateless."""
@@ -529,17 +516,45 @@ class Client:
             self._cached.observe(method, params)
 
 
-def _weakly(method: Callable[..., Any]) -> Callable[..., Any]:
-    """``method`` (a bound method) without keeping its object alive."""
-    ref = weakref.WeakMethod(method)
+class _ClientSide:
+    """The client as its lifecycle drives it (``snodo.lifecycle.ClientSide``), held weakly."""
 
-    def call(*args: Any) -> Any:
-        bound = ref()
-        if bound is None:
+    __slots__ = ("_ref",)
+
+    def __init__(self, client: Client) -> None:
+        self._ref: weakref.ref[Client] = weakref.ref(client)
+
+    def _client(self) -> Client:
+        client = self._ref()
+        if client is None:
             raise errors.connection_error("The client was dropped without close()")
-        return bound(*args)
+        return client
 
-    return call
+    # The client's own module: these are its internals, reached by its own adapter.
+    def current(self) -> tuple[CallPipeline | CachedCalls, Session | None]:
+        return self._client()._current()  # noqa: SLF001
+
+    def install(self, negotiated: Negotiated) -> None:
+        self._client()._install(negotiated)  # noqa: SLF001
+
+    def end(self, error: McpError | None) -> None:
+        self._client()._end(error)  # noqa: SLF001
+
+    def ping(self, timeout: float) -> None:
+        self._client()._ping(timeout)  # noqa: SLF001
+
+    def listen_context(self) -> ListenContext:
+        return self._client()._listen_context()  # noqa: SLF001
+
+    def transport(self) -> Transport:
+        return self._client().transport
+
+    def gone(self) -> None:
+        self._client()._mark_gone()  # noqa: SLF001
+
+    def on_collected(self, callback: Callable[[], None]) -> None:
+        client = self._client()
+        self._ref = weakref.ref(client, lambda _ref: callback())
 
 
 def _complete(outcome: dict[str, Any] | InputRequired) -> dict[str, Any]:

@@ -14,11 +14,11 @@ from __future__ import annotations
 import queue
 import threading
 import time
-import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from functools import partial
 from itertools import count
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pykka
 
@@ -101,18 +101,42 @@ class Supervision:
     on_state: StateTarget = None
 
 
-@dataclass(frozen=True, slots=True)
-class ClientSide:
-    """What a lifecycle drives on its client (the client's own callables)."""
+class ClientSide(Protocol):
+    """What a lifecycle drives on its client (``snodo.client`` implements it, holding the client
+    weakly: a client dropped without ``close()`` is still collected, and ``on_collected`` runs).
+    A call on a collected client raises ``McpError`` -32000."""
 
-    current: Callable[[], tuple[CallPipeline | CachedCalls, Session | None]]
-    install: Callable[[Negotiated], None]
-    end: Callable[[McpError | None], None]
-    ping: Callable[[float], None]
-    listen_context: Callable[[], ListenContext]
-    transport: Callable[[], Transport]
-    #: The connection is gone for good: calls fail from now on (the close follows).
-    gone: Callable[[], None]
+    def current(self) -> tuple[CallPipeline | CachedCalls, Session | None]:
+        """What a call runs now and the session it runs in (read together)."""
+        ...
+
+    def install(self, negotiated: Negotiated) -> None:
+        """Start sending through a new connection (a restart)."""
+        ...
+
+    def end(self, error: McpError | None) -> None:
+        """Close the client; later calls fail with ``error``."""
+        ...
+
+    def ping(self, timeout: float) -> None:
+        """The health check (``ping`` on the session era)."""
+        ...
+
+    def listen_context(self) -> ListenContext:
+        """What opening a subscription on the current connection needs."""
+        ...
+
+    def transport(self) -> Transport:
+        """The current transport."""
+        ...
+
+    def gone(self) -> None:
+        """The connection is gone for good: calls fail from now on (the close follows)."""
+        ...
+
+    def on_collected(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` once the client is collected without ``close()``."""
+        ...
 
 
 def deliver_state(target: StateTarget, change: StateChange) -> None:
@@ -146,27 +170,32 @@ class Lifecycle:
         self.state: ConnectionState = "ready"
         self._error: McpError | None = None
         self._generation = 0
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
+        #: Made by the first call that waits for a restart (most connections never have one).
+        self._cond: threading.Condition | None = None
         self._parked: list[Resume] = []
         self._restarted = 0
         hooks = ConnectionHooks(
             reopen=self._reopen, end=self._end_by_owner, ping=client.ping, changed=self._changed
         )
-        owner_args = (self.name, supervision.policy, hooks, supervision.owner)
-        spec = ChildSpec(
-            id=self.name,
-            start=lambda: ConnectionOwner.start(*owner_args, supervision.ping_interval),
-            restart="temporary",
-            shutdown=5.0,
+        start = partial(
+            ConnectionOwner.start,
+            self.name,
+            supervision.policy,
+            hooks,
+            supervision.owner,
+            supervision.ping_interval,
         )
+        spec = ChildSpec(id=self.name, start=start, restart="temporary", shutdown=5.0)
         self._owner = start_child(connections(), spec)
-        self._watch = watch(supervision.owner, lambda reason: self._tell(OwnerEnded(reason)))
+        self._watch = watch(supervision.owner, self._owner_ended)
         deliver_state(supervision.on_state, StateChange("ready", "connected"))
         self._watch_end(client.transport())
 
-    def watch_client(self, client: object) -> None:
-        """Stop the owner when ``client`` is collected without ``close()``."""
-        weakref.finalize(client, _abandon, self._owner, self._watch)
+        client.on_collected(partial(_abandon, self._owner, self._watch))
+
+    def _owner_ended(self, reason: Any) -> None:
+        self._tell(OwnerEnded(reason))
 
     # -- the client's calls -------------------------------------------------------------------
 
@@ -202,12 +231,12 @@ class Lifecycle:
 
     def closing(self, error: McpError | None) -> None:
         """The client is closing (``error``: why, when not by ``close()``)."""
-        with self._cond:
+        with self._lock:
             if error is not None and self._error is None:
                 self._error = error
             self.state = "closed"
             parked, self._parked = self._parked, []
-            self._cond.notify_all()
+            self._wake()
         self._watch.cancel()
         self._tell(Closing())
         for resume in parked:
@@ -234,7 +263,7 @@ class Lifecycle:
         connection will not restart (the subscription ends as usual)."""
         if not self.restarts or endings.ending_of(error, True) is None:
             return False
-        with self._cond:
+        with self._lock:
             if self.state == "closed":
                 return False
             self._parked.append(resume)
@@ -246,7 +275,7 @@ class Lifecycle:
 
     def _reopen(self) -> None:
         reopen = self._supervision.reopen
-        with self._cond:
+        with self._lock:
             self._generation += 1
         try:
             self._client.transport().close()
@@ -255,7 +284,7 @@ class Lifecycle:
         if reopen is None:
             raise errors.connection_error("This connection cannot be reopened")
         negotiated = reopen()
-        with self._cond:
+        with self._lock:
             closed = self.state == "closed"
         if closed:
             negotiated.transport.close()
@@ -268,7 +297,7 @@ class Lifecycle:
 
     def _changed(self, change: StateChange) -> None:
         resume: list[Resume] = []
-        with self._cond:
+        with self._lock:
             if self.state == "closed" and change.state != "closed":
                 return  # closed by the client meanwhile
             self.state = change.state
@@ -276,7 +305,7 @@ class Lifecycle:
                 self._error = change.error
             if change.state == "ready":
                 resume, self._parked = self._parked, []
-            self._cond.notify_all()
+            self._wake()
         if change.state == "closed":
             try:
                 self._client.gone()
@@ -305,7 +334,10 @@ class Lifecycle:
         if self.state == "ready" and self._generation > after:
             calls, session = self._client.current()
             return calls, session, self._generation
-        with self._cond:
+        with self._lock:
+            if self._cond is None:
+                self._cond = threading.Condition(self._lock)
+            cond = self._cond
             while True:
                 state: ConnectionState = self.state
                 if state == "ready" and self._generation > after:
@@ -318,15 +350,22 @@ class Lifecycle:
                         timeout if timeout is not None else RESTART_WAIT,
                         cause=("restarting",),
                     )
-                self._cond.wait(remaining)
+                cond.wait(remaining)
             calls, session = self._client.current()
             return calls, session, self._generation
+
+    def _wake(self) -> None:
+        """Wake the calls waiting for a restart (with the lock held)."""
+        if self._cond is not None:
+            self._cond.notify_all()
 
     def _watch_end(self, transport: Transport) -> None:
         if not isinstance(transport, EndReportingTransport):
             return
-        generation = self._generation
-        transport.on_end(lambda error: self._tell(Broken(generation, error)))
+        transport.on_end(partial(self._ended, self._generation))
+
+    def _ended(self, generation: int, error: McpError) -> None:
+        self._tell(Broken(generation, error))
 
     def _tell(self, message: Any) -> None:
         try:

@@ -26,7 +26,15 @@ import pytest
 
 import snodo
 from snodo.server import Runtime
-from tests.support.stdio_support import SERVERS, children, open_fds, stdio_no_leaks, stdio_warm_up
+from snodo.supervision import registry, service_threads
+from tests.support.stdio_support import (
+    SERVERS,
+    children,
+    group_members,
+    open_fds,
+    stdio_no_leaks,
+    stdio_warm_up,
+)
 
 __all__ = ["stdio_no_leaks", "stdio_warm_up"]
 
@@ -472,10 +480,13 @@ def test_the_owner_thread_ending_closes_every_kind_of_connection(
 
 
 def test_a_hundred_restart_cycles_leave_nothing_beyond_the_live_connection() -> None:
+    """Every server starts a grandchild; after 100 kills and restarts the process holds the
+    same threads, fds, children and actors as with one connection, and no process of an old
+    server's group (the grandchildren included) is left."""
     states: queue.Queue[snodo.StateChange] = queue.Queue()
     client = snodo.connect(
         stdio_target(),
-        env=stdio_env(),
+        env={**stdio_env(), "RESTART_GRANDCHILD": "1"},
         protocol=STATELESS,
         restart="transient",
         backoff={"initial": 0.0, "factor": 1.0, "cap": 0.0},
@@ -485,23 +496,121 @@ def test_a_hundred_restart_cycles_leave_nothing_beyond_the_live_connection() -> 
     )
     try:
         states_until(states, "ready")
-        server_pid(client)
-        fds_before = len(open_fds())
-        kids_before = len(children())
-        threads_before = threading.active_count()
+        groups = [server_pid(client)]
+        before = footprint()
         for _ in range(100):
-            os.kill(server_pid(client), signal.SIGKILL)
+            os.kill(groups[-1], signal.SIGKILL)
             states_until(states, "ready")
-        server_pid(client)
+            groups.append(server_pid(client))
         deadline = time.monotonic() + WAIT
         while True:
-            now = (len(open_fds()), len(children()), threading.active_count())
-            if now <= (fds_before, kids_before, threads_before):
+            now = footprint()
+            left = [pgid for pgid in groups[:-1] if group_members(pgid)]
+            if now == before and not left:
                 break
-            assert time.monotonic() < deadline, (now, (fds_before, kids_before, threads_before))
+            assert time.monotonic() < deadline, (now, before, left)
             threading.Event().wait(0.02)
-        assert len(children()) == kids_before
-        assert len(open_fds()) == fds_before
-        assert threading.active_count() <= threads_before
+        assert group_members(groups[-1]), "the live server's grandchild should be running"
+    finally:
+        client.close()
+
+
+def footprint() -> tuple[int, int, int, int]:
+    """fds, children, threads (not the process-wide service threads) and actors."""
+    service = service_threads()
+    threads = [t for t in threading.enumerate() if t not in service]
+    return (len(open_fds()), len(children()), len(threads), len(registry.all()))
+
+
+def test_a_call_in_flight_when_the_server_dies_says_its_outcome_is_unknown() -> None:
+    states: queue.Queue[snodo.StateChange] = queue.Queue()
+    client = snodo.connect(
+        stdio_target(),
+        env=stdio_env(),
+        protocol=SESSION,
+        restart="transient",
+        backoff=FAST,
+        on_state=states,
+        timeout=CALL_TIMEOUT,
+    )
+    try:
+        states_until(states, "ready")
+        pid = server_pid(client)
+        outcome: list[snodo.McpError] = []
+        arrived = threading.Event()
+
+        def slow_call() -> None:
+            try:
+                client.call_tool("slow", {"seconds": 30}, progress=lambda params: arrived.set())
+            except snodo.McpError as error:
+                outcome.append(error)
+
+        caller = threading.Thread(target=slow_call)
+        caller.start()
+        assert arrived.wait(WAIT), "the server never reported the call"
+        os.kill(pid, signal.SIGKILL)
+        caller.join(WAIT)
+        assert not caller.is_alive()
+        assert outcome and outcome[0].code == -32000
+        assert outcome[0].data == {"outcome": "unknown"}
+        states_until(states, "ready")
+        answer: Any = client.call_tool("echo", {"text": "after"})
+        assert answer["content"][0]["text"] == "after"
+    finally:
+        client.close()
+
+
+def test_a_failed_ping_restarts_a_session_era_connection() -> None:
+    """ping_interval: a server that stops answering (SIGSTOP) fails its ping; under
+    "transient" that is a broken connection, so it is replaced by a new server."""
+    states: queue.Queue[snodo.StateChange] = queue.Queue()
+    client = snodo.connect(
+        stdio_target(),
+        env=stdio_env(),
+        protocol=SESSION,
+        restart="transient",
+        backoff=FAST,
+        ping_interval=0.2,
+        on_state=states,
+        timeout=CALL_TIMEOUT,
+    )
+    try:
+        states_until(states, "ready")
+        stopped = server_pid(client)
+        os.kill(stopped, signal.SIGSTOP)
+        seen = states_until(states, "ready")
+        assert seen[0].state == "restarting"
+        assert seen[0].error is not None and seen[0].error.cause[0] == "ping"
+        assert server_pid(client) != stopped
+    finally:
+        client.close()
+
+
+def test_an_http_server_gone_for_good_is_down_after_the_intensity_with_16_callers(
+    http_server: HttpServerProcess,
+) -> None:
+    states: queue.Queue[snodo.StateChange] = queue.Queue()
+    client = snodo.connect(
+        snodo.Http(http_server.url),
+        protocol=SESSION,
+        restart="transient",
+        backoff=FAST,
+        max_restarts=3,
+        on_state=states,
+        timeout=CALL_TIMEOUT,
+    )
+    try:
+        states_until(states, "ready")
+        hammer = Hammer(client)
+        wait_ok_after(hammer, 30)
+        http_server.stop()
+        seen = states_until(states, "closed")
+        assert seen[-1].reason == "too many restarts (3)"
+        hammer.finish()
+        assert client.closed
+        with pytest.raises(snodo.McpError) as down:
+            client.call_tool("echo", {"text": "x"})
+        assert down.value.cause[0] == "max_restarts"
+        assert down.value.data == {"outcome": "not_sent"}
     finally:
         client.close()

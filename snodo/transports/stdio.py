@@ -24,6 +24,9 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
+import pykka
+
+from snodo.actors.handler_pool import HandlerPool, HandlerTasks, RunHandler
 from snodo.flag import Flag
 from snodo.log import WarningLimiter, get_logger
 from snodo.protocol import errors, jsonrpc
@@ -38,6 +41,7 @@ from snodo.protocol.exchange import (
     server_request_reply,
 )
 from snodo.protocol.framing import LineFramer, Oversized
+from snodo.supervision import ChildSpec, connections, start_child, terminate_child
 from snodo.transports import process
 from snodo.transports.base import (
     BaseTransport,
@@ -46,7 +50,6 @@ from snodo.transports.base import (
     ServerRequestHandler,
     TransportTraits,
 )
-from snodo.transports.handler_pool import HandlerPool
 from snodo.transports.io_hub import READ_SIZE, hub
 from snodo.transports.listening import (
     Listening,
@@ -60,6 +63,7 @@ from snodo.transports.targets import Stdio
 __all__ = [
     "CLOSE_GRACE",
     "EXIT_WAIT",
+    "HANDLERS_STOP",
     "LEAD_POLL_MS",
     "LEAD_SPIN",
     "MAX_QUEUED_PROGRESS",
@@ -93,6 +97,10 @@ _LEAD = ("lead", None)
 LEAD_POLL_MS = 200.0
 #: How long a lone reading caller polls without sleeping before it blocks (seconds).
 LEAD_SPIN = 50e-6
+#: How long close waits for the handler pool to stop, and then for its tasks (seconds).
+HANDLERS_STOP = 2.0
+#: The handler pool after close: no new one starts.
+_STOPPED = "stopped"
 
 
 class _Call:
@@ -135,7 +143,10 @@ class StdioTransport(BaseTransport):
         self._close_started = False
         self._close_done = Flag()
         self._answer = on_server_request
-        self._handlers = HandlerPool(max_server_requests)
+        #: Server-request handlers: a pool actor under the connections supervisor.
+        self._handler_tasks = HandlerTasks()
+        self._handler_pool: Any = None
+        self._max_server_requests = max_server_requests
         self._child = process.spawn(target.command, target.args, env=env, cwd=cwd)
         # Leader reading (docs/decisions/0023): who reads stdout now, and the callers waiting.
         self._lead = hub().supports_oneshot and self._child.pidfd is not None
@@ -159,6 +170,7 @@ class StdioTransport(BaseTransport):
             io.watch(self._child.stderr, self._on_stderr, self._on_stderr_eof)
             if self._child.pidfd is not None:
                 io.watch_ready(self._child.pidfd, self._on_exit)
+            self._start_handlers()
         except BaseException:
             self.close()
             raise
@@ -293,7 +305,7 @@ class StdioTransport(BaseTransport):
         From inside one of this connection's own server-request handlers (which closing stops)
         the close runs on a thread of its own and this returns at once.
         """
-        if self._handlers.is_running_here():
+        if self._handler_tasks.is_running_here():
             self._close_async("closed from a server-request handler")
             return
         with self._lock:
@@ -311,7 +323,7 @@ class StdioTransport(BaseTransport):
                 call.inbox.put(("error", self._lost))
             self._end_listens(self._lost)
             self._outbox.seal()
-            self._handlers.shutdown()
+            self._stop_handlers()
             io = hub()
             io.unwatch(self._child.stdout)
             io.unwatch(self._child.stderr)
@@ -669,8 +681,39 @@ class StdioTransport(BaseTransport):
                 reply = handler_raised_reply(request_id, exc)
             self._reply(reply)
 
-        if not self._handlers.submit(run):
+        pool = self._handlers()
+        try:
+            if pool is None:
+                raise pykka.ActorDeadError("closed")
+            pool.tell(RunHandler(run, lambda: self._reply(busy_reply(request_id))))
+        except pykka.ActorDeadError:  # closing
             self._reply(busy_reply(request_id))
+
+    def _handlers(self) -> Any:
+        """The handler pool actor; None once closing."""
+        pool = self._handler_pool
+        return None if pool is _STOPPED else pool
+
+    def _start_handlers(self) -> None:
+        """Start the handler pool under the connections supervisor (the caller's thread)."""
+        limit, tasks = self._max_server_requests, self._handler_tasks
+        spec = ChildSpec(
+            id=f"{self.name}-handlers",
+            start=lambda: HandlerPool.start(limit, tasks),
+            restart="temporary",
+            shutdown=HANDLERS_STOP,
+        )
+        self._handler_pool = start_child(connections(), spec)
+
+    def _stop_handlers(self) -> None:
+        with self._lock:
+            pool, self._handler_pool = self._handler_pool, _STOPPED
+        if pool is not None and pool is not _STOPPED:
+            try:
+                terminate_child(connections(), f"{self.name}-handlers", HANDLERS_STOP + 1.0)
+            except Exception:
+                _log.debug("the handler pool had ended", connection=self.name)
+        self._handler_tasks.interrupt_and_join(HANDLERS_STOP)
 
     def _reply(self, reply: dict[str, Any]) -> None:
         """Answer a server request without ever waiting (``Outbox.reply``)."""
