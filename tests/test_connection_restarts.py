@@ -26,7 +26,7 @@ import pytest
 
 import snodo
 from snodo.server import Runtime
-from snodo.supervision import registry, service_threads
+from snodo.supervision import Actor, registry, service_threads, stop
 from tests.support.stdio_support import (
     SERVERS,
     children,
@@ -471,9 +471,45 @@ def test_the_owner_thread_ending_closes_every_kind_of_connection(
             client.call_tool("echo", {"text": "x"})
         assert "worker-3" in closed.value.message  # a thread, or its greenlet under gevent
         assert "ended; pass owner= to choose another" in closed.value.message
-        assert "pass owner= to choose another" in closed.value.message
     finally:
         client.close()
+
+
+class Holder(Actor):
+    """An actor that owns connections and does nothing else."""
+
+    def on_receive(self, message: Any) -> Any:
+        return None
+
+
+@pytest.mark.parametrize("kind", ["direct", "http", "custom"])
+def test_an_explicit_owner_actor_ending_closes_every_kind_of_connection(
+    kind: str, http_server: HttpServerProcess
+) -> None:
+    """owner= an actor: the client is opened (and used) by the test thread, which lives on;
+    stopping the actor closes the connection."""
+    from tests.support.pipe_transport import PipeTransport
+
+    ref = Holder.start()
+    try:
+        if kind == "direct":
+            client = snodo.direct(runtime(), owner=ref)
+        elif kind == "http":
+            client = snodo.connect(snodo.Http(http_server.url), owner=ref)
+        else:
+            client = snodo.connect((PipeTransport, runtime()), protocol=STATELESS, owner=ref)
+        answer: Any = client.call_tool("echo", {"text": "held"})
+        assert answer["content"][0]["text"] == "held"
+        assert not client.closed
+        assert stop(ref, timeout=WAIT)
+        wait_closed(client)
+        with pytest.raises(snodo.McpError) as closed:
+            client.call_tool("echo", {"text": "x"})
+        assert "owner actor" in closed.value.message
+        assert closed.value.cause[0] == "owner_ended"
+        client.close()
+    finally:
+        stop(ref, timeout=5.0)
 
 
 # -- nothing left behind ---------------------------------------------------------------------
@@ -586,13 +622,14 @@ def test_a_failed_ping_restarts_a_session_era_connection() -> None:
         client.close()
 
 
+@pytest.mark.parametrize("version", [SESSION, STATELESS])
 def test_an_http_server_gone_for_good_is_down_after_the_intensity_with_16_callers(
-    http_server: HttpServerProcess,
+    http_server: HttpServerProcess, version: str
 ) -> None:
     states: queue.Queue[snodo.StateChange] = queue.Queue()
     client = snodo.connect(
         snodo.Http(http_server.url),
-        protocol=SESSION,
+        protocol=version,
         restart="transient",
         backoff=FAST,
         max_restarts=3,
