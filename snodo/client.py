@@ -14,10 +14,11 @@ import threading
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from snodo.calls import CallPipeline, Progress
 from snodo.flag import Flag
+from snodo.listing import complete, end_session, list_all, list_page
 from snodo.log import get_logger
 from snodo.options import (
     NO_CALL_OPTIONS,
@@ -27,7 +28,7 @@ from snodo.options import (
     call_options,
     check_timeout,
 )
-from snodo.protocol import errors, paging, results
+from snodo.protocol import errors, results
 from snodo.protocol.dialects import Dialect
 from snodo.protocol.dialects.base import LIST_KINDS
 from snodo.protocol.errors import McpError
@@ -35,7 +36,6 @@ from snodo.protocol.negotiation import Session
 from snodo.protocol.results import InputRequired, Page
 from snodo.transports.base import (
     ServerRequestHandler,
-    SessionEndingTransport,
     Transport,
     session_events_of,
     traits_of,
@@ -68,25 +68,12 @@ class Client:
         on_server_request: ServerRequestHandler | None = None,
         supervision: Supervision | None = None,
     ) -> None:
-        self._transport = transport
-        self._dialect = dialect
         self._options = options
-        self._session = session
+        self._answer = on_server_request
         self._closed = False
         self._close_lock = threading.Lock()
         self._close_done = Flag()
-        self._traits = traits_of(transport)
-        self._pipeline = CallPipeline(transport, dialect, options, on_server_request)
-        self._cached: CachedCalls | None = None
-        if options.cache:
-            from snodo.cached_calls import CachedCalls  # the cache is loaded only when used
-
-            self._cached = CachedCalls(self._pipeline)
-        #: What every call runs: the pipeline, or the cache around it.
-        self._calls: CallPipeline | CachedCalls = (
-            self._cached if self._cached is not None else self._pipeline
-        )
-        self._answer = on_server_request
+        self._install(transport, dialect, session)
         #: Owner, state and restarts (``snodo.lifecycle``); None for a bare client.
         self._lifecycle: Lifecycle | None = None
         #: Set by the lifecycle the moment the connection is gone for good (closing follows).
@@ -99,22 +86,22 @@ class Client:
         #: Only clients that restart check the connection's state on every call.
         self._restarts = self._lifecycle is not None and self._lifecycle.restarts
 
-    def _install(self, negotiated: Negotiated) -> None:
-        """Start sending through a new connection (a restart); the old one is closed."""
-        transport, dialect = negotiated.transport, negotiated.dialect
+    def _install(self, transport: Transport, dialect: Dialect, session: Session | None) -> None:
+        """Send through ``transport`` from now on (at the start, and after each restart)."""
         pipeline = CallPipeline(transport, dialect, self._options, self._answer)
         cached: CachedCalls | None = None
         if self._options.cache:
-            from snodo.cached_calls import CachedCalls
+            from snodo.cached_calls import CachedCalls  # the cache is loaded only when used
 
             cached = CachedCalls(pipeline)
         self._transport = transport
         self._dialect = dialect
-        self._session = negotiated.session
+        self._session = session
         self._traits = traits_of(transport)
         self._pipeline = pipeline
         self._cached = cached
-        self._calls = cached if cached is not None else pipeline
+        #: What every call runs: the pipeline, or the cache around it.
+        self._calls: CallPipeline | CachedCalls = cached if cached is not None else pipeline
 
     # -- what the connection is -------------------------------------------------------------
 
@@ -171,12 +158,12 @@ class Client:
         """``server/discover`` (2026-07-28; refused with -32601 on session-era connections)."""
         self._dialect.check_client_request("server/discover")
         call = call_options(timeout, bypass_cache=bypass_cache)
-        return _complete(self._send("server/discover", None, call))
+        return complete(self._send("server/discover", None, call))
 
     def ping(self, *, timeout: float | None = None) -> dict[str, Any]:
         """``ping`` (session era)."""
         self._dialect.check_client_request("ping")
-        return _complete(self._send("ping", None, call_options(timeout)))
+        return complete(self._send("ping", None, call_options(timeout)))
 
     def list_tools(
         self, *, timeout: float | None = None, bypass_cache: bool = False
@@ -405,7 +392,10 @@ class Client:
                 if lifecycle is not None:
                     lifecycle.closing(error)
                 if error is None:
-                    self._end_session()
+                    wait = SESSION_DELETE_WAIT
+                    if self._options.timeout is not None:
+                        wait = min(wait, self._options.timeout)
+                    end_session(self._transport, self._session, self._traits, wait)
                 self._transport.close()
             finally:
                 self._close_done.set()
@@ -445,32 +435,11 @@ class Client:
         return errors.connection_error("Connection closed")
 
     def _list_all(self, method: str, call: CallOptions) -> list[dict[str, Any]]:
-        first = self._page(method, None, call)
-        if first.next_cursor is None:
-            return list(first.items)  # one page: nothing to follow (the common case)
-        state = paging.start(method, self._options.max_pages)
-        state, cursor = paging.advance(state, first)
-        while cursor is not None:
-            page = self._page(method, cursor, call)
-            state, cursor = paging.advance(state, page)
-        return cast("list[dict[str, Any]]", list(state.items))
+        max_pages, policy = self._options.max_pages, self._traits.header_policy
+        return list_all(self._send, method, call, max_pages, policy)
 
     def _page(self, method: str, cursor: str | None, call: CallOptions) -> Page:
-        params = {"cursor": cursor} if cursor is not None else None
-        page = results.page_of(method, _complete(self._send(method, params, call)))
-        if method == "tools/list" and self._traits.header_policy:
-            # The header policy's module: loaded by the transport that has the trait anyway.
-            from snodo.protocol.headers import filter_tools
-
-            kept, dropped = filter_tools(page.items)
-            for name, reason in dropped:
-                _log.warning(
-                    "left out a tool with an invalid x-mcp-header annotation",
-                    tool=name,
-                    reason=reason,
-                )
-            page = replace(page, items=kept)
-        return page
+        return list_page(self._send, method, cursor, call, self._traits.header_policy)
 
     def _listen_context(self) -> ListenContext:
         from snodo.subscription import ListenContext
@@ -487,25 +456,6 @@ class Client:
             session_events=session_events_of(self._transport),
             park=lifecycle.park if lifecycle is not None and lifecycle.restarts else None,
         )
-
-    def _end_session(self) -> None:
-        """Before closing: end a session the server identified, if the transport can."""
-        session = self._session
-        transport = self._transport
-        if (
-            session is None
-            or session.session_id is None
-            or self._traits.deletes_session_on_close
-            or not isinstance(transport, SessionEndingTransport)
-        ):
-            return
-        wait = SESSION_DELETE_WAIT
-        if self._options.timeout is not None:
-            wait = min(wait, self._options.timeout)
-        try:
-            transport.delete_session(wait)
-        except McpError:
-            pass  # the session ends with the connection anyway
 
     def _observe_notification(self, method: str, params: dict[str, Any]) -> None:
         """A subscription notification reached this client: drop the cached results it names.
@@ -535,7 +485,8 @@ class _ClientSide:
         return self._client()._current()  # noqa: SLF001
 
     def install(self, negotiated: Negotiated) -> None:
-        self._client()._install(negotiated)  # noqa: SLF001
+        connection = negotiated.transport, negotiated.dialect, negotiated.session
+        self._client()._install(*connection)  # noqa: SLF001
 
     def end(self, error: McpError | None) -> None:
         self._client()._end(error)  # noqa: SLF001
@@ -555,12 +506,6 @@ class _ClientSide:
     def on_collected(self, callback: Callable[[], None]) -> None:
         client = self._client()
         self._ref = weakref.ref(client, lambda _ref: callback())
-
-
-def _complete(outcome: dict[str, Any] | InputRequired) -> dict[str, Any]:
-    if isinstance(outcome, InputRequired):  # interpret() only allows it for MRTR methods
-        raise errors.connection_error("Unexpected input_required result")
-    return outcome
 
 
 __all__ = ["CLOSE_WAIT", "SESSION_DELETE_WAIT", "Client", "ClientOptions", "Progress"]
