@@ -182,12 +182,16 @@ def test_killed_more_often_than_the_intensity_allows_it_is_down_for_good() -> No
     )
     try:
         states_until(states, "ready")
+        hammer = Hammer(client)
         for _ in range(2):
+            wait_ok_after(hammer, 30)
             os.kill(server_pid(client), signal.SIGKILL)
             states_until(states, "ready")
+        wait_ok_after(hammer, 30)
         os.kill(server_pid(client), signal.SIGKILL)
         seen = states_until(states, "closed")
         assert seen[-1].reason == "too many restarts (2)"
+        hammer.finish()
         assert client.closed
         assert client.state == "closed"
         assert "closed" in repr(client)
