@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 
 from snodo.cache import ResponseCache, fresh_namespace, shared_cache
-from snodo.calls import CallPipeline
+from snodo.calls import CallPipeline, Steps, drive
 from snodo.options import NO_CALL_OPTIONS, CallOptions, check_timeout
 from snodo.protocol import caching
 from snodo.protocol.inputs import Done
@@ -51,13 +51,22 @@ class CachedCalls:
         call: CallOptions = NO_CALL_OPTIONS,
     ) -> Done:
         """Serve ``method`` from the cache when it may be, else run it (and maybe store it)."""
+        return drive(self.steps(method, params, call))
+
+    def steps(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        call: CallOptions = NO_CALL_OPTIONS,
+    ) -> Steps[Done]:
+        """``run`` as steps (the pipeline's, with the cache around them)."""
         given = call is not NO_CALL_OPTIONS
         if not caching.may_use_cache(
             method,
             bypass=given and call.bypass_cache,
             per_call_options=given and call.beyond_timeout,
         ):
-            return self.pipeline.run(method, params, call)
+            return (yield from self.pipeline.steps(method, params, call))
         cache = self._cache
         if call.timeout is not None:
             check_timeout("timeout", call.timeout)
@@ -73,7 +82,7 @@ class CachedCalls:
             if data is not None:
                 return Done(orjson.loads(data), 0)
         generation = cache.generation  # read before sending: an invalidation after it wins
-        done = self.pipeline.run(method, params, call)
+        done = yield from self.pipeline.steps(method, params, call)
         arrived = cache.clock()
         hint = caching.storable(done.outcome)
         if hint is None or done.rounds:  # the result of an answered input round is never stored

@@ -27,10 +27,10 @@ from __future__ import annotations
 import itertools
 import queue
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from snodo.options import NO_CALL_OPTIONS, CallOptions, ClientOptions, ProgressTarget, check_timeout
 from snodo.protocol import errors, inputs, jsonrpc, negotiation, results
@@ -46,6 +46,12 @@ from snodo.transports.base import (
     ServerRequestHandler,
     Transport,
 )
+
+if TYPE_CHECKING:
+    from snodo.cached_calls import CachedCalls
+    from snodo.protocol.negotiation import Session
+
+T = TypeVar("T")
 
 #: Request ids are fresh integers, unique in the process, so one client can be shared freely.
 _ids = itertools.count(1)
@@ -158,7 +164,16 @@ class CallPipeline:
         params: Mapping[str, Any] | None = None,
         call: CallOptions = NO_CALL_OPTIONS,
     ) -> Done:
-        """Send ``method`` and drive it to its outcome (see the module docstring)."""
+        """Send ``method`` and drive it to its outcome in the calling thread."""
+        return drive(self.steps(method, params, call))
+
+    def steps(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        call: CallOptions = NO_CALL_OPTIONS,
+    ) -> Steps[Done]:
+        """The call as steps (see the module docstring): what ``run`` and ``snodo.aio`` drive."""
         if call is NO_CALL_OPTIONS:
             options = self._base
             rounds = self._rounds
@@ -198,7 +213,8 @@ class CallPipeline:
                 ),
             )
             try:
-                outcome = results.interpret(dialect, method, transport.request(message, options))
+                response = yield Send(transport, message, options)
+                outcome = results.interpret(dialect, method, response)
             except McpError as error:
                 if not retried and negotiation.retries_unsupported_version(
                     dialect.version, client.protocol, error
@@ -211,11 +227,11 @@ class CallPipeline:
                 return step
             rounds = step.state
             responses = (
-                answer_round(step.tasks, self._handlers, rounds.last) if step.tasks else None
+                (yield Answer(step.tasks, self._handlers, rounds.last)) if step.tasks else None
             )
             request_state = step.request_state
             if step.pause:
-                _pause(step.pause)
+                yield Pause(step.pause)
 
     def listen_message(
         self,
@@ -239,6 +255,106 @@ class CallPipeline:
         return message, replace(self._base, timeout=timeout)
 
 
+@dataclass(frozen=True, slots=True)
+class Send:
+    """Step: send ``message`` on ``transport``; the reply is its response dict (an ``McpError``
+    is thrown back in instead)."""
+
+    transport: Transport
+    message: dict[str, Any]
+    options: RequestOptions
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """Step: run the input handlers of one round in order; the reply is the answers by key."""
+
+    tasks: tuple[InputTask, ...]
+    handlers: Handlers
+    pending: InputRequired | None
+
+
+@dataclass(frozen=True, slots=True)
+class Pause:
+    """Step: wait ``seconds`` (the pacing of a round that carried only state); no reply."""
+
+    seconds: float
+
+
+class ReadySource(Protocol):
+    """A connection that may be restarting: what a call waits on (``snodo.lifecycle``)."""
+
+    def ready_now(
+        self, after: int
+    ) -> tuple[CallPipeline | CachedCalls, Session | None, int] | None:
+        """The connection to call on when it is ready and newer than ``after``, else None
+        (raises the closed error when it is closed)."""
+        ...
+
+    def wait_ready(
+        self, deadline: float, timeout: float | None, after: int
+    ) -> tuple[CallPipeline | CachedCalls, Session | None, int]:
+        """Block until ``ready_now`` has an answer, or the deadline (-32001)."""
+        ...
+
+    def on_change(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback`` (from any thread, without blocking) at the next state change;
+        returns a canceller."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class AwaitReady:
+    """Step: wait until ``source`` is ready and newer than ``after``; the reply is
+    ``(calls, session, generation)``."""
+
+    source: ReadySource
+    deadline: float
+    timeout: float | None
+    after: int
+
+
+#: One step of a call (what a driver carries out).
+Step = Send | Answer | Pause | AwaitReady
+
+#: A call as steps: a generator of :data:`Step` returning ``T``.
+Steps = Generator[Step, Any, T]
+
+
+def drive(steps: Steps[T]) -> T:
+    """Carry ``steps`` out in the calling thread (the sync driver): requests block, input
+    handlers run here in order, pauses sleep."""
+    try:
+        step = next(steps)
+        while True:
+            kind = type(step)
+            if kind is Send:
+                assert isinstance(step, Send)
+                try:
+                    reply: Any = step.transport.request(step.message, step.options)
+                except McpError as error:
+                    step = steps.throw(error)
+                    continue
+            elif kind is Answer:
+                assert isinstance(step, Answer)
+                reply = answer_round(step.tasks, step.handlers, step.pending)
+            elif kind is Pause:
+                assert isinstance(step, Pause)
+                _pause(step.seconds)
+                reply = None
+            else:
+                assert isinstance(step, AwaitReady)
+                try:
+                    reply = step.source.wait_ready(step.deadline, step.timeout, step.after)
+                except McpError as error:
+                    step = steps.throw(error)
+                    continue
+            step = steps.send(reply)
+    except StopIteration as stop:
+        result: T = stop.value
+        return result
+
+
 def answer_round(
     tasks: tuple[InputTask, ...], handlers: Handlers, pending: InputRequired | None
 ) -> dict[str, Any]:
@@ -252,17 +368,29 @@ def answer_round(
         try:
             response = handlers[task.kind](task.params)
         except HandlerError as failure:
-            raise errors.internal_error(
-                f"Input handler for {task.key!r} failed",
-                cause=("input_handler", task.key, failure.reason, pending),
-            ) from None
-        if not inputs.valid_response(task.kind, response):
-            raise errors.internal_error(
-                f"Input handler for {task.key!r} returned an invalid {task.kind} response",
-                cause=("input_handler", task.key, ("invalid_response", response), pending),
-            )
-        answers[task.key] = response
+            raise round_handler_failed(task, failure, pending) from None
+        answers[task.key] = checked_round_answer(task, response, pending)
     return answers
+
+
+def round_handler_failed(
+    task: InputTask, failure: HandlerError, pending: InputRequired | None
+) -> McpError:
+    """The -32603 for an input handler of a round that raised HandlerError."""
+    return errors.internal_error(
+        f"Input handler for {task.key!r} failed",
+        cause=("input_handler", task.key, failure.reason, pending),
+    )
+
+
+def checked_round_answer(task: InputTask, response: Any, pending: InputRequired | None) -> Any:
+    """A round handler's answer, or the -32603 when it does not fit the kind."""
+    if not inputs.valid_response(task.kind, response):
+        raise errors.internal_error(
+            f"Input handler for {task.key!r} returned an invalid {task.kind} response",
+            cause=("input_handler", task.key, ("invalid_response", response), pending),
+        )
+    return response
 
 
 def answer_server_request(handlers: Handlers, method: str, params: Any) -> dict[str, Any]:
@@ -279,9 +407,19 @@ def answer_server_request(handlers: Handlers, method: str, params: Any) -> dict[
     try:
         response = handlers[kind](handler_params)
     except HandlerError as failure:
-        raise errors.internal_error(
-            f"Input handler for {method} failed", cause=("input_handler", failure.reason)
-        ) from None
+        raise server_handler_failed(method, failure) from None
+    return checked_server_answer(method, kind, response)
+
+
+def server_handler_failed(method: str, failure: HandlerError) -> McpError:
+    """The -32603 for an input handler of a server request that raised HandlerError."""
+    return errors.internal_error(
+        f"Input handler for {method} failed", cause=("input_handler", failure.reason)
+    )
+
+
+def checked_server_answer(method: str, kind: str, response: Any) -> dict[str, Any]:
+    """A server request handler's answer, or the -32603 when it does not fit the kind."""
     if not inputs.valid_response(kind, response):
         raise errors.internal_error(
             f"Input handler for {method} returned an invalid response",
@@ -322,11 +460,23 @@ def _pause(seconds: float) -> None:
 
 
 __all__ = [
+    "Answer",
+    "AwaitReady",
     "CallPipeline",
     "Handlers",
+    "Pause",
     "Progress",
+    "ReadySource",
+    "Send",
+    "Step",
+    "Steps",
     "answer_round",
     "answer_server_request",
+    "checked_round_answer",
+    "checked_server_answer",
+    "drive",
     "next_request_id",
     "progress_sink",
+    "round_handler_failed",
+    "server_handler_failed",
 ]

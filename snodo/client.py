@@ -14,9 +14,10 @@ import threading
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from snodo.calls import CallPipeline, Progress
+from snodo.calls import CallPipeline, Progress, Steps, drive
 from snodo.flag import Flag
 from snodo.listing import complete, end_session, list_all, list_page
 from snodo.log import get_logger
@@ -150,45 +151,49 @@ class Client:
     def __repr__(self) -> str:
         return f"<snodo.Client {type(self._transport).__name__} {self.version} {self.state}>"
 
-    # -- calls -----------------------------------------------------------------------------
+    # -- calls (each one is its steps, carried out here by the sync driver) -------------------
+
+    @property
+    def steps(self) -> ClientSteps:
+        """The client's calls as steps, for a driver other than the calling thread
+        (``snodo.aio``): the same checks, options, cache, restarts and paging."""
+        return ClientSteps(self)
 
     def discover(
         self, *, timeout: float | None = None, bypass_cache: bool = False
     ) -> dict[str, Any]:
         """``server/discover`` (2026-07-28; refused with -32601 on session-era connections)."""
-        self._dialect.check_client_request("server/discover")
-        call = call_options(timeout, bypass_cache=bypass_cache)
-        return complete(self._send("server/discover", None, call))
+        return drive(self._discover(timeout=timeout, bypass_cache=bypass_cache))
 
     def ping(self, *, timeout: float | None = None) -> dict[str, Any]:
         """``ping`` (session era)."""
-        self._dialect.check_client_request("ping")
-        return complete(self._send("ping", None, call_options(timeout)))
+        return drive(self._ping_steps(timeout=timeout))
 
     def list_tools(
         self, *, timeout: float | None = None, bypass_cache: bool = False
     ) -> list[dict[str, Any]]:
         """Every tool, following ``nextCursor`` to the end."""
-        return self._list_all("tools/list", call_options(timeout, bypass_cache=bypass_cache))
+        return drive(self._list("tools/list", timeout=timeout, bypass_cache=bypass_cache))
 
     def list_resources(
         self, *, timeout: float | None = None, bypass_cache: bool = False
     ) -> list[dict[str, Any]]:
         """Every resource, following ``nextCursor`` to the end."""
-        return self._list_all("resources/list", call_options(timeout, bypass_cache=bypass_cache))
+        return drive(self._list("resources/list", timeout=timeout, bypass_cache=bypass_cache))
 
     def list_resource_templates(
         self, *, timeout: float | None = None, bypass_cache: bool = False
     ) -> list[dict[str, Any]]:
         """Every resource template, following ``nextCursor`` to the end."""
-        call = call_options(timeout, bypass_cache=bypass_cache)
-        return self._list_all("resources/templates/list", call)
+        return drive(
+            self._list("resources/templates/list", timeout=timeout, bypass_cache=bypass_cache)
+        )
 
     def list_prompts(
         self, *, timeout: float | None = None, bypass_cache: bool = False
     ) -> list[dict[str, Any]]:
         """Every prompt, following ``nextCursor`` to the end."""
-        return self._list_all("prompts/list", call_options(timeout, bypass_cache=bypass_cache))
+        return drive(self._list("prompts/list", timeout=timeout, bypass_cache=bypass_cache))
 
     def list_page(
         self,
@@ -199,10 +204,7 @@ class Client:
         bypass_cache: bool = False,
     ) -> Page:
         """One page of ``kind`` ("tools", "resources", "resource_templates", "prompts")."""
-        method = LIST_KINDS.get(kind)
-        if method is None:
-            raise ValueError(f"unknown list kind {kind!r}; expected one of {sorted(LIST_KINDS)}")
-        return self._page(method, cursor, call_options(timeout, bypass_cache=bypass_cache))
+        return drive(self._list_page(kind, cursor, timeout=timeout, bypass_cache=bypass_cache))
 
     def call_tool(
         self,
@@ -220,42 +222,21 @@ class Client:
         max_total_timeout: float | None = None,
     ) -> dict[str, Any] | InputRequired:
         """``tools/call`` by name, or with the definition from ``list_tools`` (for Mcp-Param-*)."""
-        definition: Mapping[str, Any] | None = None
-        if isinstance(tool, Mapping):
-            definition = tool
-            name = tool.get("name")
-            if not isinstance(name, str):
-                raise ValueError("a tool definition needs a string 'name'")
-        elif isinstance(tool, str):
-            name = tool
-        else:
-            raise TypeError("tool must be a name or a tool definition dict")
-        params = {"name": name, "arguments": dict(arguments) if arguments is not None else {}}
-        call = call_options(
-            timeout,
-            progress,
-            meta,
-            trace_context,
-            input_responses,
-            request_state,
-            max_input_rounds,
-            reset_timeout_on_progress,
-            max_total_timeout,
-            definition,
-        )
-        try:
-            return self._send("tools/call", params, call)
-        except McpError as error:
-            if not results.relists_on_header_mismatch(
-                error, header_policy=self._traits.header_policy, by_name=definition is None
-            ):
-                raise
-            found = next(
-                (t for t in self.list_tools(timeout=timeout) if t.get("name") == name), None
+        return drive(
+            self._call_tool(
+                tool,
+                arguments,
+                timeout=timeout,
+                progress=progress,
+                meta=meta,
+                trace_context=trace_context,
+                input_responses=input_responses,
+                request_state=request_state,
+                max_input_rounds=max_input_rounds,
+                reset_timeout_on_progress=reset_timeout_on_progress,
+                max_total_timeout=max_total_timeout,
             )
-            if found is None:
-                raise
-            return self._send("tools/call", params, replace(call, tool=found))
+        )
 
     def read_resource(
         self,
@@ -271,17 +252,19 @@ class Client:
         bypass_cache: bool = False,
     ) -> dict[str, Any] | InputRequired:
         """``resources/read``."""
-        call = call_options(
-            timeout,
-            progress,
-            meta,
-            trace_context,
-            input_responses,
-            request_state,
-            max_input_rounds,
-            bypass_cache=bypass_cache,
+        return drive(
+            self._read_resource(
+                uri,
+                timeout=timeout,
+                progress=progress,
+                meta=meta,
+                trace_context=trace_context,
+                input_responses=input_responses,
+                request_state=request_state,
+                max_input_rounds=max_input_rounds,
+                bypass_cache=bypass_cache,
+            )
         )
-        return self._send("resources/read", {"uri": uri}, call)
 
     def get_prompt(
         self,
@@ -297,13 +280,19 @@ class Client:
         max_input_rounds: int | None = None,
     ) -> dict[str, Any] | InputRequired:
         """``prompts/get``."""
-        params: dict[str, Any] = {"name": name}
-        if arguments is not None:
-            params["arguments"] = dict(arguments)
-        call = call_options(
-            timeout, progress, meta, trace_context, input_responses, request_state, max_input_rounds
+        return drive(
+            self._get_prompt(
+                name,
+                arguments,
+                timeout=timeout,
+                progress=progress,
+                meta=meta,
+                trace_context=trace_context,
+                input_responses=input_responses,
+                request_state=request_state,
+                max_input_rounds=max_input_rounds,
+            )
         )
-        return self._send("prompts/get", params, call)
 
     def request(
         self,
@@ -322,24 +311,22 @@ class Client:
         bypass_cache: bool = False,
     ) -> dict[str, Any] | InputRequired:
         """Any request the negotiated dialect lets a client send (an extension's too on 2026-07-28)."""
-        if not isinstance(method, str):
-            raise TypeError("method must be a string")
-        if method == "subscriptions/listen":
-            raise ValueError("use Client.listen() for subscriptions/listen, not request()")
-        self._dialect.check_client_request(method)
-        call = call_options(
-            timeout,
-            progress,
-            meta,
-            trace_context,
-            input_responses,
-            request_state,
-            max_input_rounds,
-            reset_timeout_on_progress,
-            max_total_timeout,
-            bypass_cache=bypass_cache,
+        return drive(
+            self._request(
+                method,
+                params,
+                timeout=timeout,
+                progress=progress,
+                meta=meta,
+                trace_context=trace_context,
+                input_responses=input_responses,
+                request_state=request_state,
+                max_input_rounds=max_input_rounds,
+                reset_timeout_on_progress=reset_timeout_on_progress,
+                max_total_timeout=max_total_timeout,
+                bypass_cache=bypass_cache,
+            )
         )
-        return self._send(method, params, call)
 
     def listen(
         self,
@@ -408,13 +395,88 @@ class Client:
 
     def _send(
         self, method: str, params: Mapping[str, Any] | None, call: CallOptions = NO_CALL_OPTIONS
-    ) -> dict[str, Any] | InputRequired:
+    ) -> Steps[dict[str, Any] | InputRequired]:
         if self._closed or self._gone:
             raise self._closed_error()
         if not self._restarts:
-            return self._calls.run(method, params, call).outcome
+            return (yield from self._calls.steps(method, params, call)).outcome
         assert self._lifecycle is not None
-        return self._lifecycle.send(self._options, method, params, call)
+        return (yield from self._lifecycle.send(self._options, method, params, call))
+
+    def _discover(self, *, timeout: float | None, bypass_cache: bool) -> Steps[dict[str, Any]]:
+        self._dialect.check_client_request("server/discover")
+        call = call_options(timeout, bypass_cache=bypass_cache)
+        return complete((yield from self._send("server/discover", None, call)))
+
+    def _ping_steps(self, *, timeout: float | None) -> Steps[dict[str, Any]]:
+        self._dialect.check_client_request("ping")
+        return complete((yield from self._send("ping", None, call_options(timeout))))
+
+    def _list_page(
+        self, kind: str, cursor: str | None, *, timeout: float | None, bypass_cache: bool
+    ) -> Steps[Page]:
+        method = LIST_KINDS.get(kind)
+        if method is None:
+            raise ValueError(f"unknown list kind {kind!r}; expected one of {sorted(LIST_KINDS)}")
+        call = call_options(timeout, bypass_cache=bypass_cache)
+        return (yield from list_page(self._send, method, cursor, call, self._traits.header_policy))
+
+    def _call_tool(
+        self,
+        tool: str | Mapping[str, Any],
+        arguments: Mapping[str, Any] | None,
+        **options: Any,
+    ) -> Steps[dict[str, Any] | InputRequired]:
+        definition: Mapping[str, Any] | None = None
+        if isinstance(tool, Mapping):
+            definition = tool
+            name = tool.get("name")
+            if not isinstance(name, str):
+                raise ValueError("a tool definition needs a string 'name'")
+        elif isinstance(tool, str):
+            name = tool
+        else:
+            raise TypeError("tool must be a name or a tool definition dict")
+        params = {"name": name, "arguments": dict(arguments) if arguments is not None else {}}
+        call = call_options(tool=definition, **options)
+        try:
+            return (yield from self._send("tools/call", params, call))
+        except McpError as error:
+            if not results.relists_on_header_mismatch(
+                error, header_policy=self._traits.header_policy, by_name=definition is None
+            ):
+                raise
+            listed = yield from self._list_all("tools/list", call_options(options.get("timeout")))
+            found = next((t for t in listed if t.get("name") == name), None)
+            if found is None:
+                raise
+            return (yield from self._send("tools/call", params, replace(call, tool=found)))
+
+    def _read_resource(self, uri: str, **options: Any) -> Steps[dict[str, Any] | InputRequired]:
+        return (yield from self._send("resources/read", {"uri": uri}, call_options(**options)))
+
+    def _get_prompt(
+        self, name: str, arguments: Mapping[str, str] | None, **options: Any
+    ) -> Steps[dict[str, Any] | InputRequired]:
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = dict(arguments)
+        return (yield from self._send("prompts/get", params, call_options(**options)))
+
+    def _request(
+        self, method: str, params: Mapping[str, Any] | None, **options: Any
+    ) -> Steps[dict[str, Any] | InputRequired]:
+        if not isinstance(method, str):
+            raise TypeError("method must be a string")
+        if method == "subscriptions/listen":
+            raise ValueError("use Client.listen() for subscriptions/listen, not request()")
+        self._dialect.check_client_request(method)
+        return (yield from self._send(method, params, call_options(**options)))
+
+    def _list(
+        self, method: str, *, timeout: float | None, bypass_cache: bool
+    ) -> Steps[list[dict[str, Any]]]:
+        return (yield from self._list_all(method, call_options(timeout, bypass_cache=bypass_cache)))
 
     def _current(self) -> tuple[CallPipeline | CachedCalls, Session | None]:
         """What a call runs now and the session it runs in (read together, for restarts)."""
@@ -434,12 +496,9 @@ class Client:
             return lifecycle.closed_error()
         return errors.connection_error("Connection closed")
 
-    def _list_all(self, method: str, call: CallOptions) -> list[dict[str, Any]]:
+    def _list_all(self, method: str, call: CallOptions) -> Steps[list[dict[str, Any]]]:
         max_pages, policy = self._options.max_pages, self._traits.header_policy
-        return list_all(self._send, method, call, max_pages, policy)
-
-    def _page(self, method: str, cursor: str | None, call: CallOptions) -> Page:
-        return list_page(self._send, method, cursor, call, self._traits.header_policy)
+        return (yield from list_all(self._send, method, call, max_pages, policy))
 
     def _listen_context(self) -> ListenContext:
         from snodo.subscription import ListenContext
@@ -464,6 +523,44 @@ class Client:
         """
         if self._cached is not None:
             self._cached.observe(method, params)
+
+
+class ClientSteps:
+    """A client's calls as steps (``snodo.calls.Steps``), for drivers other than the calling
+    thread: each takes the arguments of the ``Client`` method of its name."""
+
+    __slots__ = (
+        "call_tool",
+        "discover",
+        "get_prompt",
+        "list_page",
+        "list_prompts",
+        "list_resource_templates",
+        "list_resources",
+        "list_tools",
+        "listen_context",
+        "ping",
+        "read_resource",
+        "request",
+    )
+
+    def __init__(self, client: Client) -> None:
+        # The client's own module: its step methods, under their public names.
+        self.discover = client._discover  # noqa: SLF001
+        self.ping = client._ping_steps  # noqa: SLF001
+        self.list_page = client._list_page  # noqa: SLF001
+        self.call_tool = client._call_tool  # noqa: SLF001
+        self.read_resource = client._read_resource  # noqa: SLF001
+        self.get_prompt = client._get_prompt  # noqa: SLF001
+        self.request = client._request  # noqa: SLF001
+        self.list_tools = partial(client._list, "tools/list")  # noqa: SLF001
+        self.list_resources = partial(client._list, "resources/list")  # noqa: SLF001
+        self.list_resource_templates = partial(
+            client._list,  # noqa: SLF001
+            "resources/templates/list",
+        )
+        self.list_prompts = partial(client._list, "prompts/list")  # noqa: SLF001
+        self.listen_context = client._listen_context  # noqa: SLF001
 
 
 class _ClientSide:
@@ -508,4 +605,11 @@ class _ClientSide:
         self._ref = weakref.ref(client, lambda _ref: callback())
 
 
-__all__ = ["CLOSE_WAIT", "SESSION_DELETE_WAIT", "Client", "ClientOptions", "Progress"]
+__all__ = [
+    "CLOSE_WAIT",
+    "SESSION_DELETE_WAIT",
+    "Client",
+    "ClientOptions",
+    "ClientSteps",
+    "Progress",
+]

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
 from itertools import count
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import pykka
 
@@ -31,6 +31,7 @@ from snodo.actors.connection_owner import (
     OwnerEnded,
     StateChange,
 )
+from snodo.calls import AwaitReady
 from snodo.log import get_logger
 from snodo.options import CallOptions, ClientOptions
 from snodo.protocol import endings, errors
@@ -52,7 +53,7 @@ from snodo.transports.base import EndReportingTransport, Transport
 
 if TYPE_CHECKING:
     from snodo.cached_calls import CachedCalls
-    from snodo.calls import CallPipeline
+    from snodo.calls import CallPipeline, Steps
     from snodo.subscription import ListenContext
 
 __all__ = [
@@ -174,6 +175,8 @@ class Lifecycle:
         #: Made by the first call that waits for a restart (most connections never have one).
         self._cond: threading.Condition | None = None
         self._parked: list[Resume] = []
+        #: Async calls waiting for a restart (``on_change``), woken with the threads.
+        self._wakers: list[Callable[[], None]] = []
         self._restarted = 0
         hooks = ConnectionHooks(
             reopen=self._reopen, end=self._end_by_owner, ping=client.ping, changed=self._changed
@@ -205,13 +208,13 @@ class Lifecycle:
         method: str,
         params: Mapping[str, Any] | None,
         call: CallOptions,
-    ) -> dict[str, Any] | InputRequired:
-        """A call on a connection that restarts (see the module docstring)."""
+    ) -> Steps[dict[str, Any] | InputRequired]:
+        """A call on a connection that restarts, as steps (see the module docstring)."""
         timeout = call.timeout if call.timeout is not None else options.timeout
         deadline = time.monotonic() + (timeout if timeout is not None else RESTART_WAIT)
-        calls, session, generation = self._ready(deadline, timeout)
+        calls, session, generation = yield from self._ready_steps(deadline, timeout, -1)
         try:
-            return calls.run(method, params, call).outcome
+            return (yield from calls.steps(method, params, call)).outcome
         except McpError as error:
             ending = endings.ending_of(
                 error, session is not None and session.session_id is not None
@@ -224,10 +227,51 @@ class Lifecycle:
             if ending != "expired" and not never_sent:
                 raise errors.with_outcome(error, "unknown") from None
         # Not processed (HTTP 404 for the session) or never sent: once more, after the restart.
-        calls, session, generation = self._ready(deadline, timeout, after=generation)
+        calls, session, generation = yield from self._ready_steps(deadline, timeout, generation)
         remaining = max(0.0, deadline - time.monotonic())
         again = replace(call, timeout=remaining) if timeout is not None else call
-        return calls.run(method, params, again).outcome
+        return (yield from calls.steps(method, params, again)).outcome
+
+    def _ready_steps(
+        self, deadline: float, timeout: float | None, after: int
+    ) -> Steps[tuple[CallPipeline | CachedCalls, Session | None, int]]:
+        ready = self.ready_now(after)
+        if ready is not None:
+            return ready
+        ready = yield AwaitReady(self, deadline, timeout, after)
+        return cast("tuple[CallPipeline | CachedCalls, Session | None, int]", ready)
+
+    # -- ReadySource (snodo.calls): what a call waits on --------------------------------------
+
+    def ready_now(
+        self, after: int
+    ) -> tuple[CallPipeline | CachedCalls, Session | None, int] | None:
+        """The connection to call on if it is ready and newer than ``after``, else None."""
+        if self.state == "ready" and self._generation > after:
+            calls, session = self._client.current()
+            return calls, session, self._generation
+        if self.state == "closed":
+            raise self.closed_error()
+        return None
+
+    def wait_ready(
+        self, deadline: float, timeout: float | None, after: int
+    ) -> tuple[CallPipeline | CachedCalls, Session | None, int]:
+        """Block until the connection is ready (and newer than ``after``), within ``deadline``."""
+        return self._ready(deadline, timeout, after)
+
+    def on_change(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback`` at the next state change (from the changing thread; it must not
+        block); returns a canceller."""
+        with self._lock:
+            self._wakers.append(callback)
+
+        def cancel() -> None:
+            with self._lock:
+                if callback in self._wakers:
+                    self._wakers.remove(callback)
+
+        return cancel
 
     def closing(self, error: McpError | None) -> None:
         """The client is closing (``error``: why, when not by ``close()``)."""
@@ -358,6 +402,10 @@ class Lifecycle:
         """Wake the calls waiting for a restart (with the lock held)."""
         if self._cond is not None:
             self._cond.notify_all()
+        if self._wakers:
+            wakers, self._wakers = self._wakers, []
+            for waker in wakers:
+                waker()
 
     def _watch_end(self, transport: Transport) -> None:
         if not isinstance(transport, EndReportingTransport):

@@ -2,14 +2,15 @@
 
 What the client facade runs around its calls without deciding anything itself: paging follows
 ``snodo.protocol.paging``, the header policy's tool filter is ``protocol.headers.filter_tools``.
-``send`` is the client's own call (``Client._send``), so the cache and restarts apply.
+``send`` is the client's own call as steps, so the cache and restarts apply, and either driver
+(``snodo.calls.drive``, ``snodo.aio``) carries the listing out.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from snodo.log import get_logger
 from snodo.options import CallOptions
@@ -19,12 +20,17 @@ from snodo.protocol.negotiation import Session
 from snodo.protocol.results import InputRequired, Page
 from snodo.transports.base import SessionEndingTransport, Transport, TransportTraits
 
+if TYPE_CHECKING:
+    from snodo.calls import Steps
+
 __all__ = ["Send", "complete", "end_session", "list_all", "list_page"]
 
 _log = get_logger("snodo.client")
 
-#: The client's call: ``(method, params, call) -> result or input_required``.
-Send = Callable[[str, Mapping[str, Any] | None, CallOptions], dict[str, Any] | InputRequired]
+#: The client's call as steps: ``(method, params, call) -> steps of a result or input_required``.
+Send = Callable[
+    [str, Mapping[str, Any] | None, CallOptions], "Steps[dict[str, Any] | InputRequired]"
+]
 
 
 def complete(outcome: dict[str, Any] | InputRequired) -> dict[str, Any]:
@@ -36,10 +42,10 @@ def complete(outcome: dict[str, Any] | InputRequired) -> dict[str, Any]:
 
 def list_page(
     send: Send, method: str, cursor: str | None, call: CallOptions, header_policy: bool
-) -> Page:
+) -> Steps[Page]:
     """One page of ``method``; with the header policy, tools with invalid headers left out."""
     params = {"cursor": cursor} if cursor is not None else None
-    page = results.page_of(method, complete(send(method, params, call)))
+    page = results.page_of(method, complete((yield from send(method, params, call))))
     if method == "tools/list" and header_policy:
         # The header policy's module: loaded by the transport that has the trait anyway.
         from snodo.protocol.headers import filter_tools
@@ -55,15 +61,15 @@ def list_page(
 
 def list_all(
     send: Send, method: str, call: CallOptions, max_pages: int, header_policy: bool
-) -> list[dict[str, Any]]:
+) -> Steps[list[dict[str, Any]]]:
     """Every item of ``method``, following ``nextCursor`` to the end (``paging``'s rules)."""
-    first = list_page(send, method, None, call, header_policy)
+    first = yield from list_page(send, method, None, call, header_policy)
     if first.next_cursor is None:
         return list(first.items)  # one page: nothing to follow (the common case)
     state = paging.start(method, max_pages)
     state, cursor = paging.advance(state, first)
     while cursor is not None:
-        page = list_page(send, method, cursor, call, header_policy)
+        page = yield from list_page(send, method, cursor, call, header_policy)
         state, cursor = paging.advance(state, page)
     return cast("list[dict[str, Any]]", list(state.items))
 

@@ -270,8 +270,13 @@ def open_subscription(
     owner: Any,
     meta: Mapping[str, Any] | None,
     trace_context: Mapping[str, Any] | None,
+    into: Callable[[Event], None] | None = None,
 ) -> Subscription:
-    """Start the stream actor, open the listen on the transport, watch the owner."""
+    """Start the stream actor, open the listen on the transport, watch the owner.
+
+    ``into``: where the events go instead of the owner (``snodo.aio``: the event loop);
+    ``next()`` is then refused, the demand is the caller's.
+    """
     requested = subs.client_filter(notifications)
     subs.check_buffer(max_buffer, overflow)
     dialect = context.dialect
@@ -283,31 +288,33 @@ def open_subscription(
     who = owner_of(owner) if owner is not None else current_owner()
     mailbox: queue.SimpleQueue[Event] | None = None
     box: list[Any] = []
-    if who.kind == "actor":
+    deliver: Callable[[Event], None]
+    if into is not None:
+        deliver = into
+    elif who.kind == "actor":
         target = who.target
 
-        def deliver(event: Event) -> None:
+        def tell(event: Event) -> None:
             try:
                 target.tell(SubscriptionEvent(box[0], event))
             except Exception:
                 pass  # the owner is gone; its watch cancels the subscription
 
+        deliver = tell
     else:
         pull: queue.SimpleQueue[Event] = queue.SimpleQueue()
         mailbox = pull
-
-        def deliver(event: Event) -> None:
-            pull.put(event)
+        deliver = pull.put
 
     ref = SubscriptionStream.start(deliver, max_buffer, overflow)
     box.append(ref)
     sink = _Sink(context.observe, ref)
 
-    def open_listening(on: ListenContext, into: _Sink) -> Listening:
+    def open_listening(on: ListenContext, events: _Sink) -> Listening:
         if isinstance(on.transport, ListeningTransport) and on.dialect.stateless:
             message, options = on.listen_message(requested, timeout, meta, trace_context)
-            return on.transport.listen(message, options, into)
-        return _listen_session(on, requested, into, timeout)
+            return on.transport.listen(message, options, events)
+        return _listen_session(on, requested, events, timeout)
 
     try:
         listening = open_listening(context, sink)

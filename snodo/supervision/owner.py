@@ -277,8 +277,11 @@ def owner_of(target: Any) -> Owner:
     """An explicit owner: a snodo ActorRef, a ``gevent.Greenlet``, or the current thread.
 
     Another live OS thread cannot be watched from outside (its locals are out of reach);
-    pass ``threading.current_thread()`` from inside it, or use ``current_owner()`` there.
+    pass ``threading.current_thread()`` from inside it, or use ``current_owner()`` there (an
+    ``Owner`` so taken can be passed on to code running elsewhere: ``snodo.aio`` does).
     """
+    if isinstance(target, Owner):
+        return target
     if isinstance(target, pykka.ActorRef):
         return Owner("actor", target, str(target), proc_of(target))
     gevent = sys.modules.get("gevent")

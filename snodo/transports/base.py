@@ -28,12 +28,14 @@ __all__ = [
     "CacheIdentity",
     "ConnectOptions",
     "EndReportingTransport",
+    "Inbox",
     "ListeningTransport",
     "NotifyingTransport",
     "ProgressSink",
     "RequestOptions",
     "ServerRequestHandler",
     "SessionEndingTransport",
+    "SubmittingTransport",
     "Transport",
     "TransportClass",
     "TransportTraits",
@@ -202,6 +204,30 @@ class EndReportingTransport(Transport, Protocol):
     def on_end(self, callback: Callable[[McpError], None]) -> None:
         """Call ``callback(error)`` once when the connection ends other than by ``close()``,
         from a thread that must not block; at once if it has ended already."""
+        ...
+
+
+class Inbox(Protocol):
+    """Where a submitted request's outcome arrives: ``("response", message)``,
+    ``("progress", params)`` and ``("error", McpError)``, put from the transport's reading side
+    (a thread that must not block)."""
+
+    def put(self, item: tuple[str, Any]) -> None:
+        """Take one item; never blocks."""
+        ...
+
+
+@runtime_checkable
+class SubmittingTransport(Transport, Protocol):
+    """A transport that can send a request without a thread waiting for it (``snodo.aio``)."""
+
+    def submit(self, message: dict[str, Any], options: RequestOptions, inbox: Inbox) -> None:
+        """Write ``message``; its response (or error, or progress) arrives in ``inbox``. Raises
+        McpError when it cannot be sent (its outcome then says ``not_sent``)."""
+        ...
+
+    def withdraw(self, request_id: Any, reason: str) -> None:
+        """Stop waiting for ``request_id`` (timed out, cancelled): the server is told."""
         ...
 
 

@@ -46,6 +46,7 @@ from snodo.transports import process
 from snodo.transports.base import (
     BaseTransport,
     CacheIdentity,
+    Inbox,
     RequestOptions,
     ServerRequestHandler,
     TransportTraits,
@@ -103,13 +104,24 @@ HANDLERS_STOP = 2.0
 _STOPPED = "stopped"
 
 
+#: The queue of a submitted request: none (nothing reads it).
+_NO_QUEUE: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+
+
 class _Call:
-    """One request waiting for its response; the hub fills ``inbox``."""
+    """One request waiting for its response; the hub fills ``inbox``. A submitted request's
+    inbox is its submitter's, which bounds its own progress (``counted`` False)."""
 
-    __slots__ = ("dropped_progress", "inbox", "queued_progress")
+    __slots__ = ("counted", "dropped_progress", "inbox", "queue", "queued_progress")
 
-    def __init__(self) -> None:
-        self.inbox: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+    def __init__(self, inbox: Inbox | None = None) -> None:
+        #: What the waiting caller reads (a submitted request has no waiting caller).
+        self.queue: queue.SimpleQueue[tuple[str, Any]] = (
+            _NO_QUEUE if inbox is not None else (queue.SimpleQueue())
+        )
+        #: Where the reading side puts what arrives.
+        self.inbox: Inbox = self.queue if inbox is None else inbox
+        self.counted = inbox is None
         self.queued_progress = 0
         self.dropped_progress = 0
 
@@ -233,6 +245,32 @@ class StdioTransport(BaseTransport):
             if self._reader is call:  # the write failed while holding the role
                 self._release_reader()
 
+    def submit(self, message: dict[str, Any], options: RequestOptions, inbox: Inbox) -> None:
+        """Write ``message``; the hub puts its response, progress or error into ``inbox``
+        (``snodo.aio``: no thread waits for it)."""
+        request_id = message["id"]
+        with self._lock:
+            if self._lost is not None:
+                raise errors.with_outcome(self._lost, "not_sent")
+            self._pending[request_id] = _Call(inbox)
+        limit = WRITE_TIMEOUT if options.timeout is None else min(WRITE_TIMEOUT, options.timeout)
+        try:
+            self._outbox.write(jsonrpc.encode_line(message), time.monotonic() + limit, None)
+        except TimeoutError:
+            self._pending.pop(request_id, None)
+            raise errors.timeout_error(limit, cause=("write_timeout",)) from None
+        except BaseException:
+            self._pending.pop(request_id, None)
+            raise
+
+    def withdraw(self, request_id: Any, reason: str) -> None:
+        """Stop waiting for a submitted request: the server gets ``notifications/cancelled``
+        (unless its response has arrived already)."""
+        with self._lock:
+            waiting = self._pending.pop(request_id, None) is not None
+        if waiting:
+            self._cancel(request_id, reason)
+
     def listen(
         self, message: dict[str, Any], options: RequestOptions, sink: SubscriptionSink
     ) -> Listening:
@@ -355,7 +393,7 @@ class StdioTransport(BaseTransport):
             if remaining is not None and remaining <= 0:
                 return self._timed_out(request_id, deadline)
             try:
-                kind, value = call.inbox.get(timeout=remaining)
+                kind, value = call.queue.get(timeout=remaining)
             except queue.Empty:
                 continue  # the loop turns the deadline into the timeout error
             response = _inbox_item(call, kind, value, options)
@@ -371,8 +409,8 @@ class StdioTransport(BaseTransport):
         over). The role is given up before any user code runs and before returning."""
         try:
             while True:
-                if not call.inbox.empty():
-                    kind, value = call.inbox.get_nowait()
+                if not call.queue.empty():
+                    kind, value = call.queue.get_nowait()
                 else:
                     remaining = deadline.remaining(time.monotonic())
                     if remaining is not None and remaining <= 0:
@@ -382,7 +420,7 @@ class StdioTransport(BaseTransport):
                         self._read_leading(call, remaining)
                         continue
                     try:
-                        kind, value = call.inbox.get(timeout=remaining)
+                        kind, value = call.queue.get(timeout=remaining)
                     except queue.Empty:
                         continue  # the loop turns the deadline into the timeout error
                     finally:
@@ -646,6 +684,9 @@ class StdioTransport(BaseTransport):
             with self._lock:
                 call = self._pending.get(token)
             if call is None:
+                return
+            if not call.counted:
+                call.inbox.put(("progress", params))
                 return
             if call.queued_progress >= MAX_QUEUED_PROGRESS:
                 call.dropped_progress += 1
