@@ -17,7 +17,8 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import Any, Final, TypeVar
 
 from snodo.auth import (
     Challenge,
@@ -71,13 +72,18 @@ from snodo.transports.targets import Http
 __all__ = [
     "ACCEPT",
     "CANCEL_WAIT",
+    "DEADLINE_CAUSE",
     "DELETE_WAIT",
     "LISTENER_CONNECT",
     "LISTENER_SETTLE",
     "LISTENER_STOP",
     "READ_SIZE",
     "REFUSAL_READ",
+    "HttpSettings",
     "HttpTransport",
+    "nonce_challenge",
+    "too_large_error",
+    "wire_failure",
 ]
 
 _log = get_logger("snodo.transports.streamable_http")
@@ -100,7 +106,26 @@ REFUSAL_READ = 5.0
 #: Guards making a transport's close Event on first use (rare: a retry or resumption wait).
 _CLOSING_LOCK = threading.Lock()
 #: The -32001 cause of a deadline that passed while the answer was awaited or read.
-_DEADLINE = ("http", "deadline")
+DEADLINE_CAUSE: Final = ("http", "deadline")
+_DEADLINE = DEADLINE_CAUSE
+
+
+@dataclass(frozen=True, slots=True)
+class HttpSettings:
+    """What another driver of a connected transport's requests (``snodo.aio``) reads from it:
+    where it sends, with which headers, credentials and TLS, and where sent credentials go."""
+
+    url: str
+    #: The user's headers, checked (``check_user_headers``).
+    user_headers: Mapping[str, str]
+    token_provider: TokenProvider | None
+    max_response_bytes: int
+    verify: bool
+    ca_certs: str | None
+    client_cert: str | tuple[str, str] | None
+    standard_headers: bool
+    #: The transport's own record of credentials sent (shared: add to it, redact with it).
+    sent: SentCredentials
 
 
 def _pool(verify: bool, ca_certs: str | None, client_cert: Any) -> http_wire.WirePool:
@@ -352,6 +377,22 @@ class HttpTransport(BaseTransport):
         self.session_events.end_all(errors.connection_error("Connection closed"))
         self._pool.release(self.url)  # the last client of the URL closes its idle connections
 
+    @property
+    def settings(self) -> HttpSettings:
+        """The settings another driver of this transport's requests uses (``snodo.aio``)."""
+        verify, ca_certs = self._tls
+        return HttpSettings(
+            url=self.url,
+            user_headers=self._user_headers,
+            token_provider=self._provider,
+            max_response_bytes=self.max_response_bytes,
+            verify=verify,
+            ca_certs=ca_certs,
+            client_cert=self._client_cert,
+            standard_headers=self.standard_headers,
+            sent=self._sent,
+        )
+
     # -- cache identity (hashed; see snodo.protocol.caching) -------------------------------------
 
     def cache_identity(self) -> CacheIdentity:
@@ -534,7 +575,7 @@ class HttpTransport(BaseTransport):
         if token is not None:
             token = check_token(token)
         response, started = self._attempt(method, body, headers, token, timeout, stream, call)
-        if response.status == 401 and _nonce_challenge(self._challenge(response)):
+        if response.status == 401 and nonce_challenge(self._challenge(response)):
             # a DPoP nonce the server just issued (RFC 9449 §9): one more proof, same token
             response.discard()
             response, started = self._attempt(method, body, headers, token, timeout, stream, call)
@@ -631,36 +672,10 @@ class HttpTransport(BaseTransport):
         return response, started
 
     def _too_large(self, what: str = "The response") -> McpError:
-        limit = self.max_response_bytes
-        return errors.connection_error(
-            f"{what} is larger than max_response_bytes ({limit})",
-            cause=("max_response_bytes", limit),
-        )
+        return too_large_error(self.max_response_bytes, what)
 
     def _failure(self, exc: Exception, deadline: Deadline, fired: bool = False) -> McpError:
-        """The McpError for a failed exchange. A request whose deadline passed is -32001,
-        whatever the socket said first (a busy thread can delay the timer past the socket's
-        own timeout or the server's close: docs/decisions/0030)."""
-        if fired:
-            return deadline.error(cause=_DEADLINE)
-        if isinstance(exc, http_wire.WireTimeout) or deadline.expired(time.monotonic()):
-            return deadline.error(cause=("http", str(exc)))
-        if isinstance(exc, http_wire.ConnectError):
-            return errors.with_outcome(
-                errors.connection_error(
-                    f"Cannot connect to {self.url}: {exc.reason}", cause=("http", str(exc))
-                ),
-                "not_sent",
-            )
-        if isinstance(exc, http_wire.NoResponse):
-            return errors.outcome_unknown_error(
-                "The server closed the connection without answering; the request may have "
-                "been processed",
-                cause=("http", str(exc)),
-            )
-        return errors.connection_error(
-            f"HTTP request to {self.url} failed: {type(exc).__name__}", cause=("http", str(exc))
-        )
+        return wire_failure(self.url, exc, deadline, fired)
 
     def _answer(
         self,
@@ -852,6 +867,40 @@ class HttpTransport(BaseTransport):
             ) from None
 
 
-def _nonce_challenge(challenge: Challenge | None) -> bool:
+def too_large_error(limit: int, what: str = "The response") -> McpError:
+    """-32000 for an answer (or ``what``) over ``max_response_bytes``."""
+    return errors.connection_error(
+        f"{what} is larger than max_response_bytes ({limit})",
+        cause=("max_response_bytes", limit),
+    )
+
+
+def wire_failure(url: str, exc: Exception, deadline: Deadline, fired: bool = False) -> McpError:
+    """The McpError for a failed exchange with ``url``. A request whose deadline passed is
+    -32001, whatever the socket said first (a busy thread can delay the timer past the socket's
+    own timeout or the server's close: docs/decisions/0030)."""
+    if fired:
+        return deadline.error(cause=_DEADLINE)
+    if isinstance(exc, http_wire.WireTimeout) or deadline.expired(time.monotonic()):
+        return deadline.error(cause=("http", str(exc)))
+    if isinstance(exc, http_wire.ConnectError):
+        return errors.with_outcome(
+            errors.connection_error(
+                f"Cannot connect to {url}: {exc.reason}", cause=("http", str(exc))
+            ),
+            "not_sent",
+        )
+    if isinstance(exc, http_wire.NoResponse):
+        return errors.outcome_unknown_error(
+            "The server closed the connection without answering; the request may have "
+            "been processed",
+            cause=("http", str(exc)),
+        )
+    return errors.connection_error(
+        f"HTTP request to {url} failed: {type(exc).__name__}", cause=("http", str(exc))
+    )
+
+
+def nonce_challenge(challenge: Challenge | None) -> bool:
     """True for a DPoP ``use_dpop_nonce`` challenge (RFC 9449 §9)."""
     return challenge is not None and challenge.error == "use_dpop_nonce"
