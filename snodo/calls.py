@@ -30,7 +30,7 @@ import threading
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar, cast
 
 from snodo.options import NO_CALL_OPTIONS, CallOptions, ClientOptions, ProgressTarget, check_timeout
 from snodo.protocol import errors, inputs, jsonrpc, negotiation, results
@@ -255,8 +255,7 @@ class CallPipeline:
         return message, replace(self._base, timeout=timeout)
 
 
-@dataclass(frozen=True, slots=True)
-class Send:
+class Send(NamedTuple):
     """Step: send ``message`` on ``transport``; the reply is its response dict (an ``McpError``
     is thrown back in instead)."""
 
@@ -265,8 +264,7 @@ class Send:
     options: RequestOptions
 
 
-@dataclass(frozen=True, slots=True)
-class Answer:
+class Answer(NamedTuple):
     """Step: run the input handlers of one round in order; the reply is the answers by key."""
 
     tasks: tuple[InputTask, ...]
@@ -274,8 +272,7 @@ class Answer:
     pending: InputRequired | None
 
 
-@dataclass(frozen=True, slots=True)
-class Pause:
+class Pause(NamedTuple):
     """Step: wait ``seconds`` (the pacing of a round that carried only state); no reply."""
 
     seconds: float
@@ -303,8 +300,7 @@ class ReadySource(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
-class AwaitReady:
+class AwaitReady(NamedTuple):
     """Step: wait until ``source`` is ready and newer than ``after``; the reply is
     ``(calls, session, generation)``."""
 

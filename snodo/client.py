@@ -33,6 +33,7 @@ from snodo.protocol import errors, results
 from snodo.protocol.dialects import Dialect
 from snodo.protocol.dialects.base import LIST_KINDS
 from snodo.protocol.errors import McpError
+from snodo.protocol.inputs import Done
 from snodo.protocol.negotiation import Session
 from snodo.protocol.results import InputRequired, Page
 from snodo.transports.base import (
@@ -395,22 +396,23 @@ class Client:
 
     def _send(
         self, method: str, params: Mapping[str, Any] | None, call: CallOptions = NO_CALL_OPTIONS
-    ) -> Steps[dict[str, Any] | InputRequired]:
+    ) -> Steps[Done]:
+        """The call's steps (a plain function: no generator of its own on the hot path)."""
         if self._closed or self._gone:
             raise self._closed_error()
         if not self._restarts:
-            return (yield from self._calls.steps(method, params, call)).outcome
+            return self._calls.steps(method, params, call)
         assert self._lifecycle is not None
-        return (yield from self._lifecycle.send(self._options, method, params, call))
+        return self._lifecycle.send(self._options, method, params, call)
 
     def _discover(self, *, timeout: float | None, bypass_cache: bool) -> Steps[dict[str, Any]]:
         self._dialect.check_client_request("server/discover")
         call = call_options(timeout, bypass_cache=bypass_cache)
-        return complete((yield from self._send("server/discover", None, call)))
+        return complete((yield from self._send("server/discover", None, call)).outcome)
 
     def _ping_steps(self, *, timeout: float | None) -> Steps[dict[str, Any]]:
         self._dialect.check_client_request("ping")
-        return complete((yield from self._send("ping", None, call_options(timeout))))
+        return complete((yield from self._send("ping", None, call_options(timeout))).outcome)
 
     def _list_page(
         self, kind: str, cursor: str | None, *, timeout: float | None, bypass_cache: bool
@@ -424,8 +426,17 @@ class Client:
     def _call_tool(
         self,
         tool: str | Mapping[str, Any],
-        arguments: Mapping[str, Any] | None,
-        **options: Any,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        progress: ProgressTarget = None,
+        meta: Mapping[str, Any] | None = None,
+        trace_context: Mapping[str, Any] | None = None,
+        input_responses: Mapping[str, Any] | None = None,
+        request_state: str | None = None,
+        max_input_rounds: int | None = None,
+        reset_timeout_on_progress: bool | None = None,
+        max_total_timeout: float | None = None,
     ) -> Steps[dict[str, Any] | InputRequired]:
         definition: Mapping[str, Any] | None = None
         if isinstance(tool, Mapping):
@@ -438,40 +449,111 @@ class Client:
         else:
             raise TypeError("tool must be a name or a tool definition dict")
         params = {"name": name, "arguments": dict(arguments) if arguments is not None else {}}
-        call = call_options(tool=definition, **options)
+        call = call_options(
+            timeout,
+            progress,
+            meta,
+            trace_context,
+            input_responses,
+            request_state,
+            max_input_rounds,
+            reset_timeout_on_progress,
+            max_total_timeout,
+            definition,
+        )
         try:
-            return (yield from self._send("tools/call", params, call))
+            return (yield from self._send("tools/call", params, call)).outcome
         except McpError as error:
             if not results.relists_on_header_mismatch(
                 error, header_policy=self._traits.header_policy, by_name=definition is None
             ):
                 raise
-            listed = yield from self._list_all("tools/list", call_options(options.get("timeout")))
+            listed = yield from self._list_all("tools/list", call_options(timeout))
             found = next((t for t in listed if t.get("name") == name), None)
             if found is None:
                 raise
-            return (yield from self._send("tools/call", params, replace(call, tool=found)))
+            return (yield from self._send("tools/call", params, replace(call, tool=found))).outcome
 
-    def _read_resource(self, uri: str, **options: Any) -> Steps[dict[str, Any] | InputRequired]:
-        return (yield from self._send("resources/read", {"uri": uri}, call_options(**options)))
+    def _read_resource(
+        self,
+        uri: str,
+        *,
+        timeout: float | None = None,
+        progress: ProgressTarget = None,
+        meta: Mapping[str, Any] | None = None,
+        trace_context: Mapping[str, Any] | None = None,
+        input_responses: Mapping[str, Any] | None = None,
+        request_state: str | None = None,
+        max_input_rounds: int | None = None,
+        bypass_cache: bool = False,
+    ) -> Steps[dict[str, Any] | InputRequired]:
+        call = call_options(
+            timeout,
+            progress,
+            meta,
+            trace_context,
+            input_responses,
+            request_state,
+            max_input_rounds,
+            bypass_cache=bypass_cache,
+        )
+        return (yield from self._send("resources/read", {"uri": uri}, call)).outcome
 
     def _get_prompt(
-        self, name: str, arguments: Mapping[str, str] | None, **options: Any
+        self,
+        name: str,
+        arguments: Mapping[str, str] | None = None,
+        *,
+        timeout: float | None = None,
+        progress: ProgressTarget = None,
+        meta: Mapping[str, Any] | None = None,
+        trace_context: Mapping[str, Any] | None = None,
+        input_responses: Mapping[str, Any] | None = None,
+        request_state: str | None = None,
+        max_input_rounds: int | None = None,
     ) -> Steps[dict[str, Any] | InputRequired]:
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = dict(arguments)
-        return (yield from self._send("prompts/get", params, call_options(**options)))
+        call = call_options(
+            timeout, progress, meta, trace_context, input_responses, request_state, max_input_rounds
+        )
+        return (yield from self._send("prompts/get", params, call)).outcome
 
     def _request(
-        self, method: str, params: Mapping[str, Any] | None, **options: Any
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        progress: ProgressTarget = None,
+        meta: Mapping[str, Any] | None = None,
+        trace_context: Mapping[str, Any] | None = None,
+        input_responses: Mapping[str, Any] | None = None,
+        request_state: str | None = None,
+        max_input_rounds: int | None = None,
+        reset_timeout_on_progress: bool | None = None,
+        max_total_timeout: float | None = None,
+        bypass_cache: bool = False,
     ) -> Steps[dict[str, Any] | InputRequired]:
         if not isinstance(method, str):
             raise TypeError("method must be a string")
         if method == "subscriptions/listen":
             raise ValueError("use Client.listen() for subscriptions/listen, not request()")
         self._dialect.check_client_request(method)
-        return (yield from self._send(method, params, call_options(**options)))
+        call = call_options(
+            timeout,
+            progress,
+            meta,
+            trace_context,
+            input_responses,
+            request_state,
+            max_input_rounds,
+            reset_timeout_on_progress,
+            max_total_timeout,
+            bypass_cache=bypass_cache,
+        )
+        return (yield from self._send(method, params, call)).outcome
 
     def _list(
         self, method: str, *, timeout: float | None, bypass_cache: bool

@@ -37,8 +37,8 @@ from snodo.options import CallOptions, ClientOptions
 from snodo.protocol import endings, errors
 from snodo.protocol.dialects import Dialect
 from snodo.protocol.errors import McpError
+from snodo.protocol.inputs import Done
 from snodo.protocol.negotiation import Session
-from snodo.protocol.results import InputRequired
 from snodo.supervision import (
     ChildSpec,
     Owner,
@@ -208,13 +208,13 @@ class Lifecycle:
         method: str,
         params: Mapping[str, Any] | None,
         call: CallOptions,
-    ) -> Steps[dict[str, Any] | InputRequired]:
+    ) -> Steps[Done]:
         """A call on a connection that restarts, as steps (see the module docstring)."""
         timeout = call.timeout if call.timeout is not None else options.timeout
         deadline = time.monotonic() + (timeout if timeout is not None else RESTART_WAIT)
         calls, session, generation = yield from self._ready_steps(deadline, timeout, -1)
         try:
-            return (yield from calls.steps(method, params, call)).outcome
+            return (yield from calls.steps(method, params, call))
         except McpError as error:
             ending = endings.ending_of(
                 error, session is not None and session.session_id is not None
@@ -230,7 +230,7 @@ class Lifecycle:
         calls, session, generation = yield from self._ready_steps(deadline, timeout, generation)
         remaining = max(0.0, deadline - time.monotonic())
         again = replace(call, timeout=remaining) if timeout is not None else call
-        return (yield from calls.steps(method, params, again)).outcome
+        return (yield from calls.steps(method, params, again))
 
     def _ready_steps(
         self, deadline: float, timeout: float | None, after: int

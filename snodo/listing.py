@@ -22,15 +22,14 @@ from snodo.transports.base import SessionEndingTransport, Transport, TransportTr
 
 if TYPE_CHECKING:
     from snodo.calls import Steps
+    from snodo.protocol.inputs import Done
 
 __all__ = ["Send", "complete", "end_session", "list_all", "list_page"]
 
 _log = get_logger("snodo.client")
 
-#: The client's call as steps: ``(method, params, call) -> steps of a result or input_required``.
-Send = Callable[
-    [str, Mapping[str, Any] | None, CallOptions], "Steps[dict[str, Any] | InputRequired]"
-]
+#: The client's call as steps: ``(method, params, call) -> steps of its Done``.
+Send = Callable[[str, Mapping[str, Any] | None, CallOptions], "Steps[Done]"]
 
 
 def complete(outcome: dict[str, Any] | InputRequired) -> dict[str, Any]:
@@ -45,7 +44,7 @@ def list_page(
 ) -> Steps[Page]:
     """One page of ``method``; with the header policy, tools with invalid headers left out."""
     params = {"cursor": cursor} if cursor is not None else None
-    page = results.page_of(method, complete((yield from send(method, params, call))))
+    page = results.page_of(method, complete((yield from send(method, params, call)).outcome))
     if method == "tools/list" and header_policy:
         # The header policy's module: loaded by the transport that has the trait anyway.
         from snodo.protocol.headers import filter_tools
