@@ -12,8 +12,8 @@ thread per connection), started once by this script on 127.0.0.1. Both make the 
 bottleneck. Clients, each measurement in a fresh subprocess:
 
 * ``snodo aio``: ``await snodo.aio.connect(snodo.Stdio(...) | snodo.Http(url), protocol=...)`` on
-  the default asyncio loop (``--loop uvloop`` for uvloop); the concurrent callers are 16 and 256
-  asyncio tasks (``asyncio.gather``) on the one ``AsyncClient``.
+  the default asyncio loop (``--loop uvloop``: uvloop, for mcp too); the concurrent callers are
+  16 and 256 asyncio tasks (``asyncio.gather``) on the one ``AsyncClient``.
 * ``mcp``: the official Python SDK 2.3.0, ``mcp.Client(...)`` inside ``anyio.run`` (the asyncio
   backend), as stdio.py and streamable_http.py drive it: ``mode="legacy"`` for 2025-11-25 and
   ``mode="2026-07-28"``; 16 and 256 anyio tasks on the one session.
@@ -209,7 +209,7 @@ def snodo_aio_rates(
     return asyncio.run(run())
 
 
-def mcp_rates(case: Case, url: str, counts: tuple[int, int, int]) -> dict[str, Any]:
+def mcp_rates(case: Case, url: str, counts: tuple[int, int, int], loop: str) -> dict[str, Any]:
     import anyio
     from mcp import Client, StdioServerParameters
 
@@ -228,7 +228,7 @@ def mcp_rates(case: Case, url: str, counts: tuple[int, int, int]) -> dict[str, A
             outcome.update(await timed_async(echo, *counts, anyio_spawn))
             outcome["negotiated"] = client.session.protocol_version
 
-    anyio.run(session)
+    anyio.run(session, backend="asyncio", backend_options={"use_uvloop": loop == "uvloop"})
     return outcome
 
 
@@ -298,7 +298,7 @@ def worker(args: argparse.Namespace) -> int:
     if client == "snodo aio":
         outcome = snodo_aio_rates(case, args.url, counts, args.loop)
     elif client == "mcp":
-        outcome = mcp_rates(case, args.url, counts)
+        outcome = mcp_rates(case, args.url, counts, args.loop)
     else:
         outcome = snodo_sync_rates(case, args.url, counts)
     print(json.dumps(outcome))
