@@ -168,6 +168,44 @@ def test_a_server_request_refused_with_mcp_error(loop: str) -> None:
     assert answers[0].message["error"]["code"] == -32042
 
 
+def test_a_broken_session_era_stream_is_resumed_with_last_event_id(loop: str) -> None:
+    """A POST's stream that gives a priming event with an id and a retry, then closes, is
+    resumed with a GET carrying Last-Event-ID after the delay; the answer comes from there."""
+    with served(sse_retry_ms=50) as own, wrap(own.url, SESSION_ERA) as w:
+
+        async def main() -> dict[str, Any]:
+            try:
+                return await w.call("echo", {"text": "resumed"})
+            finally:
+                await w.requester.aclose()
+
+        answer = run(loop, main())
+        gets = own.proxy.received(lambda r: r.method == "GET" and r.header("last-event-id"))
+    assert text_of(answer) == "resumed"
+    assert gets, "no GET carried Last-Event-ID"
+    assert gets[-1].header("mcp-session-id") == w.transport.session_id
+
+
+def test_a_server_request_without_a_callback_gets_the_sync_answer(loop: str) -> None:
+    """No server_request callback: the answer the sync transport sends without a handler."""
+    handlers = {"form": lambda params: {"action": "decline"}}
+    with served() as own, wrap(own.url, SESSION_ERA, input_handlers=handlers) as w:
+
+        async def main() -> dict[str, Any]:
+            try:
+                return await w.call("deploy", {})
+            finally:
+                await w.requester.aclose()
+
+        run(loop, main())
+        w.transport.request(call(w.client, "deploy", {}), w.options())
+        answers = own.proxy.received(lambda r: r.kind == "response")
+    assert len(answers) == 2
+    got, expected = (a.message for a in answers)
+    assert got["error"] == expected["error"]
+    assert got["error"]["code"] == -32601
+
+
 # -- timeouts and cancellation -------------------------------------------------------------------
 
 

@@ -81,6 +81,7 @@ _NO_RESPONSE: Final = (
     " outcome is unknown"
 )
 _CUT: Final = "the connection was shut down"
+_NEVER: Final = float("inf")
 
 
 def _wake(waiter: asyncio.Future[None] | None) -> None:
@@ -94,7 +95,8 @@ class _Wire(asyncio.Protocol):
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         self.transport: asyncio.Transport | None = None
-        self.buf = bytearray()
+        #: Received, not yet read: usually one segment, kept as it came.
+        self.buf: bytes | bytearray = b""
         self.ended = False
         self.cut = False  # shut down by us (a deadline, a cancellation, aclose)
         self.reused = False
@@ -109,7 +111,13 @@ class _Wire(asyncio.Protocol):
         self.transport = transport  # type: ignore[assignment]  # uvloop's is no asyncio.Transport
 
     def data_received(self, data: bytes) -> None:
-        self.buf += data
+        buf = self.buf
+        if not buf:
+            self.buf = data
+        elif isinstance(buf, bytearray):
+            buf += data
+        else:
+            self.buf = bytearray(buf) + data
         if len(self.buf) > HIGH_WATER and not self._reading_paused and self.transport is not None:
             self._reading_paused = True
             self.transport.pause_reading()
@@ -153,8 +161,9 @@ class _Wire(asyncio.Protocol):
                 await waiter
             finally:
                 self._waiter = None
-        data = bytes(self.buf)
-        self.buf.clear()
+        data, self.buf = self.buf, b""
+        if isinstance(data, bytearray):
+            data = bytes(data)
         if self._reading_paused and self.transport is not None:
             self._reading_paused = False
             self.transport.resume_reading()
@@ -286,30 +295,28 @@ class _Response:
 
 
 class _Flight:
-    """One request (or one POST of its own) in flight: the connection it waits on, its deadline
-    timer, and whether the deadline fired or aclose() cut it."""
+    """One request (or one POST of its own) in flight: the connection it waits on, when its
+    deadline passes, and whether it passed or aclose() cut the flight."""
 
-    __slots__ = ("closed", "closing", "connecting", "fired", "timer", "wire")
+    __slots__ = ("closed", "closing", "connecting", "deadlines", "ends", "fired", "wire")
 
-    def __init__(self) -> None:
+    def __init__(self, deadlines: _Deadlines) -> None:
+        self.deadlines = deadlines
         self.wire: _Wire | None = None
         self.connecting: asyncio.Future[Any] | None = None
         self.closing: asyncio.Future[None] | None = None  # made by a wait that aclose() ends
-        self.timer: asyncio.TimerHandle | None = None
+        self.ends: float | None = None  # monotonic; None: no deadline now
         self.fired = False
         self.closed = False
 
     def arm(self, loop: asyncio.AbstractEventLoop, ends: float | None) -> None:
         """Cut the flight at monotonic time ``ends`` (None: never); replaces an earlier arm."""
-        timer = self.timer
-        if timer is not None:
-            timer.cancel()
-            self.timer = None
+        self.ends = ends
         if ends is not None:
-            self.timer = loop.call_later(max(0.0, ends - time.monotonic()), self.fire)
+            self.deadlines.watch(loop, ends)
 
     def fire(self) -> None:
-        self.timer = None
+        self.ends = None
         self.fired = True
         self._cut()
 
@@ -325,10 +332,51 @@ class _Flight:
             self.wire.abort()
 
     def end(self) -> None:
-        timer = self.timer
-        if timer is not None:
-            timer.cancel()
-            self.timer = None
+        self.ends = None
+
+
+class _Deadlines:
+    """One loop timer for the deadlines of every flight of a requester, armed at the earliest
+    (no timer made per request: a later deadline waits for the earlier one's tick)."""
+
+    __slots__ = ("_at", "_flights", "_timer")
+
+    def __init__(self, flights: set[_Flight]) -> None:
+        self._flights = flights
+        self._timer: asyncio.TimerHandle | None = None
+        self._at = _NEVER
+
+    def watch(self, loop: asyncio.AbstractEventLoop, ends: float) -> None:
+        """A flight's deadline is ``ends``: the timer fires by then."""
+        if ends >= self._at:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        self._at = ends
+        self._timer = loop.call_later(max(0.0, ends - time.monotonic()), self._tick, loop)
+
+    def _tick(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Cut the flights whose deadline passed; wait for the next one."""
+        self._timer = None
+        self._at = _NEVER
+        now = time.monotonic()
+        nearest = _NEVER
+        for flight in list(self._flights):
+            ends = flight.ends
+            if ends is None:
+                continue
+            if ends <= now:
+                flight.fire()
+            elif ends < nearest:
+                nearest = ends
+        if nearest < _NEVER:
+            self.watch(loop, nearest)
+
+    def stop(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._at = _NEVER
 
 
 class AsyncHttp:
@@ -362,6 +410,7 @@ class AsyncHttp:
         self._idle: deque[_Wire] = deque()  # oldest on the left, reused from the right
         self._sweeper: asyncio.TimerHandle | None = None
         self._flights: set[_Flight] = set()
+        self._deadlines = _Deadlines(self._flights)
         self._background: set[asyncio.Task[None]] = set()
         self._closed = False
 
@@ -376,7 +425,7 @@ class AsyncHttp:
         if self._closed:
             raise errors.connection_error("Connection closed", cause=("closed",))
         loop = self._loop_now()
-        flight = _Flight()
+        flight = _Flight(self._deadlines)
         self._flights.add(flight)
         try:
             answer = await self._request(loop, message, options, callbacks, flight)
@@ -413,6 +462,7 @@ class AsyncHttp:
             task.cancel()
         if background:
             await asyncio.wait(background, timeout=CANCEL_WAIT)
+        self._deadlines.stop()
         self._close_idle()
 
     # -- one request -------------------------------------------------------------------------------
@@ -524,7 +574,7 @@ class AsyncHttp:
     async def _refused(self, response: _Response) -> McpError:
         """The error for an answer that is not the request's response (its body read within
         ``REFUSAL_READ``)."""
-        flight = _Flight()
+        flight = _Flight(self._deadlines)
         self._flights.add(flight)
         response.watched_by(flight)
         try:
@@ -680,7 +730,7 @@ class AsyncHttp:
     ) -> None:
         """POST a notification or an answer on a flight of its own; expects 2xx (202)."""
         loop = self._loop_now()
-        flight = _Flight()
+        flight = _Flight(self._deadlines)
         self._flights.add(flight)
         try:
             response, started = await self._send(loop, "POST", body, headers, timeout, flight)
@@ -725,6 +775,7 @@ class AsyncHttp:
             return response, started
         status = response.status
         response.discard()
+        flight.arm(loop, None)  # the timeout covers each attempt, not the provider's refresh
         token = await asyncio.to_thread(
             provider.refresh, challenge, url=self._url, status=status, token=token
         )
@@ -803,8 +854,6 @@ class AsyncHttp:
             if flight.closed:
                 raise closed_error() from None
             raise wire_failure(self._url, exc, deadline, flight.fired) from None
-        finally:
-            flight.arm(loop, None)
         nonce = response.headers.get("dpop-nonce")
         note_nonce = getattr(self._provider, "dpop_nonce", None)
         if nonce is not None and note_nonce is not None:
@@ -917,6 +966,7 @@ class AsyncHttp:
         loop = asyncio.get_running_loop()
         if loop is not self._loop:
             self._close_idle()
+            self._deadlines.stop()
             self._loop = loop
         return loop
 
