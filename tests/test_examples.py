@@ -116,3 +116,23 @@ def test_example_custom_transport_leg_runs_the_same_calls(report: str, version: 
     assert progress == "3 reports (1/3, 2/3, 3/3) then 'counted to 3'", progress
     deployed = check_line(report, "custom", version, "deploy (handler)")
     assert deployed.endswith("-> deployed"), deployed
+
+
+def test_actor_proxy_example_fans_calls_out_and_collects_them() -> None:
+    """Embedding in an actor application: examples/actor_proxy.py (start_client, 20 futures)."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "actor_proxy.py")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert "proxy is a pykka.ActorProxy: True" in lines, done.stdout
+    assert "fan-out: 20 futures back at once" in lines, done.stdout
+    assert "planner: handling messages with 20 calls out" in lines, done.stdout
+    assert "results: 20 sums, all right" in lines, done.stdout
+    assert "errors: the call's McpError -32602" in lines, done.stdout
+    assert lines[-1] == "closed: client actor alive False", done.stdout
