@@ -37,7 +37,9 @@ class WorkerPool:
             MAX_QUEUED
         )
         self._threads: list[threading.Thread] = []
-        self._idle = 0
+        self._idle = 0  # threads waiting for a job
+        self._waiting = 0  # jobs queued, not yet taken
+        self._stopping = 0  # stop marks queued, not yet taken
         self._holders = 0
 
     def hold(self) -> None:
@@ -46,42 +48,53 @@ class WorkerPool:
             self._holders += 1
 
     def release(self) -> None:
-        """One user fewer; the last one lets every thread end (after its current job)."""
+        """One user fewer; the last one lets every thread end (after the jobs queued)."""
         with self._lock:
             self._holders -= 1
             if self._holders > 0:
                 return
-            ending, self._threads = self._threads, []
-            self._idle = 0
-        for _ in ending:
+            ending = len(self._threads) - self._stopping
+            self._stopping += ending
+        for _ in range(ending):
             self._jobs.put(_STOP)
 
     def run(self, job: Callable[[], Any]) -> Future[Any]:
         """Run ``job`` on a pool thread; its result (or exception) in the returned future."""
         future: Future[Any] = Future()
         with self._lock:
-            start = self._idle == 0 and len(self._threads) < self._size
+            live = len(self._threads) - self._stopping
+            free = self._idle - self._stopping
+            self._waiting += 1
+            start = self._waiting > free and live < self._size
             if start:
                 thread = threading.Thread(target=self._work, name="snodo-aio-worker", daemon=True)
                 self._threads.append(thread)
-            else:
-                self._idle -= 1 if self._idle > 0 else 0
         try:
             self._jobs.put_nowait((job, future))
         except queue.Full:
+            with self._lock:
+                self._waiting -= 1
             raise errors.connection_error(
                 f"{MAX_QUEUED} blocking jobs wait already", cause=("busy",)
             ) from None
-        if start:
-            thread.start()
+        finally:
+            if start:
+                thread.start()
         return future
 
     def _work(self) -> None:
-        jobs = self._jobs
+        jobs, lock, me = self._jobs, self._lock, threading.current_thread()
         while True:
+            with lock:
+                self._idle += 1
             item = jobs.get()
-            if item is _STOP:
-                return
+            with lock:
+                self._idle -= 1
+                if item is _STOP:
+                    self._stopping -= 1
+                    self._threads.remove(me)
+                    return
+                self._waiting -= 1
             job, future = item
             if future.set_running_or_notify_cancel():
                 try:
@@ -91,8 +104,6 @@ class WorkerPool:
                 else:
                     future.set_result(result)
             del item, job, future
-            with self._lock:
-                self._idle += 1
 
 
 _pool = WorkerPool()
