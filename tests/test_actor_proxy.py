@@ -10,6 +10,7 @@ actor. The shared background loop (``snodo.aio.background``) is reference-counte
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -363,3 +364,19 @@ def test_the_background_loop_starts_on_first_use_and_ends_with_the_last() -> Non
     assert again is not loop and again.is_running()
     loop_of.release()
     assert loop_of.thread is None
+
+
+def test_starting_a_client_actor_on_the_background_loop_is_refused() -> None:
+    """It would wait on the loop it runs on: refused at once, and no actor is left."""
+    loop = background.acquire()
+    try:
+
+        async def on_the_loop() -> None:
+            with pytest.raises(RuntimeError, match="snodo-aio loop"):
+                start_direct(client_runtime.build(), protocol=LATEST)
+
+        asyncio.run_coroutine_threadsafe(on_the_loop(), loop).result(WAIT)
+        assert background.shared().users == 1
+    finally:
+        background.release()
+    assert not [r for r in registry.all() if r.actor_class.__name__ == "ClientActor"]

@@ -31,7 +31,3 @@ def __getattr__(name: str) -> Any:
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)

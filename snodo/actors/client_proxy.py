@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import inspect
 import threading
 from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
@@ -103,6 +104,13 @@ class ProxyCalls:
     def open(self, opening: Awaitable[AsyncClient], timeout: float) -> AsyncClient:
         """Run ``opening`` (``snodo.aio.connect(...)``) on the loop and keep its client; its
         McpError is raised here, and -32001 after ``timeout``."""
+        if background.shared().thread is threading.current_thread():
+            if inspect.iscoroutine(opening):
+                opening.close()
+            msg = (
+                "a ClientActor cannot be started from the snodo-aio loop (it would wait on itself)"
+            )
+            raise RuntimeError(msg)
         future = asyncio.run_coroutine_threadsafe(_awaited(opening), self._loop)
         try:
             client = future.result(timeout)
@@ -322,7 +330,10 @@ class ClientActor(Actor):
 
 def start_client(target: Any, **connect_options: Any) -> ClientRef:
     """Start a :class:`ClientActor` connected to ``target`` (as ``snodo.connect``: the same
-    options, and its McpError when the connection cannot be opened, no actor left then)."""
+    options, and its McpError when the connection cannot be opened, no actor left then).
+
+    ``owner=`` defaults to the new actor; another owner (an actor ref or a greenlet) closes the
+    connection when it ends too."""
     return _start(partial(connect, target), connect_options)
 
 
