@@ -136,3 +136,23 @@ def test_actor_proxy_example_fans_calls_out_and_collects_them() -> None:
     assert "results: 20 sums, all right" in lines, done.stdout
     assert "errors: the call's McpError -32602" in lines, done.stdout
     assert lines[-1] == "closed: client actor alive False", done.stdout
+
+
+def test_aio_example_runs_every_step_on_both_eras() -> None:
+    """asyncio: examples/aio.py (gather, progress, a coroutine handler, cancel, async for)."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "aio.py")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    for version in ("2026-07-28", "2025-11-25"):
+        assert f"{version}: 50 calls at once, all right: True" in lines, done.stdout
+        assert f"{version}: progress ['1/3', '2/3', '3/3'] then 'counted to 3'" in lines
+        assert f"{version}: deploy (coroutine handler) -> deployed" in lines, done.stdout
+        assert f"{version}: cancelled one call; the next says 'still here'" in lines
+    assert lines[-1] == "subscription: async for gave 3 updates", done.stdout
