@@ -36,9 +36,7 @@ async def tour(version: str) -> None:
     async with client:
         print(f"{version}: connected, {len(await client.list_tools())} tools")
 
-        sums = await asyncio.gather(
-            *(client.call_tool("add", {"a": i, "b": i}) for i in range(50))
-        )
+        sums = await asyncio.gather(*(client.call_tool("add", {"a": i, "b": i}) for i in range(50)))
         ok = all(s["structuredContent"]["sum"] == 2 * i for i, s in enumerate(sums))
         print(f"{version}: 50 calls at once, all right: {ok}")
 
