@@ -48,7 +48,6 @@ from snodo.transports.base import (
 )
 
 if TYPE_CHECKING:
-    from snodo.cached_calls import CachedCalls
     from snodo.protocol.negotiation import Session
 
 T = TypeVar("T")
@@ -278,19 +277,30 @@ class Pause(NamedTuple):
     seconds: float
 
 
+class Calls(Protocol):
+    """What a call runs on: the pipeline, or the response cache around it."""
+
+    def steps(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        call: CallOptions = NO_CALL_OPTIONS,
+    ) -> Steps[Done]:
+        """The call as steps."""
+        ...
+
+
 class ReadySource(Protocol):
     """A connection that may be restarting: what a call waits on (``snodo.lifecycle``)."""
 
-    def ready_now(
-        self, after: int
-    ) -> tuple[CallPipeline | CachedCalls, Session | None, int] | None:
+    def ready_now(self, after: int) -> tuple[Calls, Session | None, int] | None:
         """The connection to call on when it is ready and newer than ``after``, else None
         (raises the closed error when it is closed)."""
         ...
 
     def wait_ready(
         self, deadline: float, timeout: float | None, after: int
-    ) -> tuple[CallPipeline | CachedCalls, Session | None, int]:
+    ) -> tuple[Calls, Session | None, int]:
         """Block until ``ready_now`` has an answer, or the deadline (-32001)."""
         ...
 
@@ -459,6 +469,7 @@ __all__ = [
     "Answer",
     "AwaitReady",
     "CallPipeline",
+    "Calls",
     "Handlers",
     "Pause",
     "Progress",
