@@ -23,7 +23,7 @@ from snodo import McpError, Notification, SubscriptionEvent
 from snodo.actors import start_client, start_direct
 from snodo.actors.client_proxy import ClientProxy, ClientRef
 from snodo.aio import background
-from snodo.supervision import Actor, call, registry
+from snodo.supervision import Actor, call, join, link, registry
 from tests.support import client_runtime
 from tests.support.stdio_support import (
     PYTHON,
@@ -380,3 +380,25 @@ def test_starting_a_client_actor_on_the_background_loop_is_refused() -> None:
     finally:
         background.release()
     assert not [r for r in registry.all() if r.actor_class.__name__ == "ClientActor"]
+
+
+class Fragile(Actor):
+    """Crashes on "crash"."""
+
+    def on_receive(self, message: Any) -> Any:
+        if message == "crash":
+            raise RuntimeError("the linked actor crashes")
+        return None
+
+
+def test_a_linked_crash_ends_the_client_actor_and_closes_its_connection() -> None:
+    ref = start_direct(client_runtime.build(), protocol=SESSION_ERA)
+    fragile = Fragile.start()
+    client = ref.calls.client
+    assert client is not None
+    link(ref, fragile)
+    fragile.tell("crash")
+    assert ref.actor_stopped.wait(WAIT)
+    assert join(ref, WAIT)
+    assert client.closed
+    assert background.shared().thread is None
