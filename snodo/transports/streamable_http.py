@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, Final, TypeVar
 
 from snodo.auth import (
@@ -383,7 +384,7 @@ class HttpTransport(BaseTransport):
         verify, ca_certs = self._tls
         return HttpSettings(
             url=self.url,
-            user_headers=self._user_headers,
+            user_headers=MappingProxyType(self._user_headers),
             token_provider=self._provider,
             max_response_bytes=self.max_response_bytes,
             verify=verify,
