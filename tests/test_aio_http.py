@@ -35,6 +35,8 @@ from tests.support.aio_http_support import (
     wrap,
 )
 from tests.support.http_fault_server import LATEST, Exchange, Request, fault_server
+from tests.test_oauth_transport import DpopProvider
+from tests.test_oauth_transport import nonce_challenge as dpop_nonce_challenge
 from tests.test_transport_http import served
 from tests.test_transport_http_tls import certs  # noqa: F401 - the fixture
 
@@ -535,3 +537,29 @@ def test_requests_after_an_earlier_loop(loop: str) -> None:
         assert text_of(run(loop, w.call("echo", {"text": "a"}))) == "a"
         assert text_of(run(loop, w.call("echo", {"text": "b"}))) == "b"
         run(loop, w.requester.aclose())
+
+
+def test_dpop_proofs_and_one_nonce_retry(loop: str) -> None:
+    """A DPoP-bound token: a fresh proof per attempt, the server's nonce noted, one more
+    attempt after a use_dpop_nonce 401 (as the sync transport does)."""
+    provider = DpopProvider()
+    with fault_server() as fake, wrap(fake.url, LATEST, token_provider=provider) as w:
+        fake.once("tools/call", dpop_nonce_challenge("n1"))
+        proofs_before = provider.proofs
+
+        async def main() -> dict[str, Any]:
+            try:
+                return await w.call("echo", {"text": "bound"})
+            finally:
+                await w.requester.aclose()
+
+        answer = run(loop, main())
+        calls = fake.received(lambda r: r.rpc == "tools/call")
+    assert text_of(answer) == "bound"
+    assert [c.header("Authorization") for c in calls] == ["DPoP bound-token"] * 2
+    assert [c.header("DPoP") for c in calls] == [
+        f"proof-{proofs_before + 1}-none",
+        f"proof-{proofs_before + 2}-n1",
+    ]
+    assert provider.nonces == [(fake.url, "n1")]
+    assert provider.refreshes == [("use_dpop_nonce", 401)]
