@@ -563,3 +563,34 @@ def test_dpop_proofs_and_one_nonce_retry(loop: str) -> None:
     ]
     assert provider.nonces == [(fake.url, "n1")]
     assert provider.refreshes == [("use_dpop_nonce", 401)]
+
+
+def test_aclose_while_a_server_request_is_answered(loop: str) -> None:
+    """aclose() while the callback answers a server request: the request fails with -32000
+    and the answer is never POSTed."""
+    handlers = {"form": lambda params: {"action": "decline"}}
+    with served() as own, wrap(own.url, SESSION_ERA, input_handlers=handlers) as w:
+
+        async def main() -> McpError:
+            entered = asyncio.Event()
+            release = asyncio.Event()
+
+            async def answer(method: str, params: dict[str, Any]) -> dict[str, Any]:
+                entered.set()
+                await release.wait()
+                return {"action": "accept", "content": {"approved": True}}
+
+            task = asyncio.ensure_future(
+                w.call("deploy", {}, AsyncCallbacks(server_request=answer))
+            )
+            await asyncio.wait_for(entered.wait(), 10.0)
+            await w.requester.aclose()
+            release.set()
+            with pytest.raises(McpError) as caught:
+                await asyncio.wait_for(task, 10.0)
+            return caught.value
+
+        error = run(loop, main())
+        answers = own.proxy.received(lambda r: r.kind == "response")
+    assert (error.code, error.cause) == (-32000, ("closed",))
+    assert answers == []

@@ -830,7 +830,7 @@ class AsyncHttp:
                 extra = custom(method, self._url, token)
                 self._sent.add_headers(extra)
                 fields.update(extra)
-        if flight.closed:
+        if flight.closed or self._closed:
             raise closed_error()
         if not self._usable_url:
             raise wire_failure(
