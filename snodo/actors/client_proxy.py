@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import inspect
 import threading
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from functools import partial
 from types import TracebackType
-from typing import Any, TypeVar, cast
+from typing import Any, cast
 
 import pykka
 
@@ -73,7 +72,6 @@ CLOSE_WAIT = 10.0
 #: Longest ``start_client`` waits for the actor to stop after a failed connect.
 _STOP_WAIT = 10.0
 
-_T = TypeVar("_T")
 _ExcInfo = tuple[type[BaseException], BaseException, TracebackType | None]
 
 
@@ -101,17 +99,16 @@ class ProxyCalls:
         """The connection, once open."""
         return self._client
 
-    def open(self, opening: Awaitable[AsyncClient], timeout: float) -> AsyncClient:
+    def open(self, opening: Coroutine[Any, Any, AsyncClient], timeout: float) -> AsyncClient:
         """Run ``opening`` (``snodo.aio.connect(...)``) on the loop and keep its client; its
         McpError is raised here, and -32001 after ``timeout``."""
         if background.shared().thread is threading.current_thread():
-            if inspect.iscoroutine(opening):
-                opening.close()
+            opening.close()
             msg = (
                 "a ClientActor cannot be started from the snodo-aio loop (it would wait on itself)"
             )
             raise RuntimeError(msg)
-        future = asyncio.run_coroutine_threadsafe(_awaited(opening), self._loop)
+        future = asyncio.run_coroutine_threadsafe(opening, self._loop)
         try:
             client = future.result(timeout)
         except concurrent.futures.TimeoutError:
@@ -161,7 +158,7 @@ class ProxyCalls:
             background.release()
 
     def _close_client(self, client: AsyncClient, timeout: float) -> None:
-        closing = asyncio.run_coroutine_threadsafe(_awaited(client.aclose()), self._loop)
+        closing = asyncio.run_coroutine_threadsafe(client.aclose(), self._loop)
         try:
             closing.result(timeout)
         except concurrent.futures.TimeoutError:
@@ -169,10 +166,6 @@ class ProxyCalls:
             _log.warning("the proxied connection did not close in time", timeout=timeout)
         except Exception:
             _log.exception("closing the proxied connection failed")
-
-
-async def _awaited(awaitable: Awaitable[_T]) -> _T:
-    return await awaitable
 
 
 def _settle(future: pykka.ThreadingFuture[Any], done: concurrent.futures.Future[Any]) -> None:
@@ -342,7 +335,9 @@ def start_direct(runtime: Any, **options: Any) -> ClientRef:
     return _start(partial(direct, runtime), options)
 
 
-def _start(open_with: Callable[..., Awaitable[AsyncClient]], options: dict[str, Any]) -> ClientRef:
+def _start(
+    open_with: Callable[..., Coroutine[Any, Any, AsyncClient]], options: dict[str, Any]
+) -> ClientRef:
     ref = cast("ClientRef", ClientActor.start())
     owner = options.pop("owner", None)
     try:
