@@ -19,6 +19,7 @@ from snodo.protocol.errors import CONNECTION_CLOSED, McpError
 
 __all__ = [
     "MAX_CHALLENGE_BYTES",
+    "CachingTokenProvider",
     "Challenge",
     "TokenProvider",
     "bearer_header",
@@ -220,6 +221,19 @@ class TokenProvider(Protocol):
     def refresh(
         self, challenge: Challenge | None, *, url: str, status: int, token: str | None
     ) -> str | None: ...
+
+
+@runtime_checkable
+class CachingTokenProvider(TokenProvider, Protocol):
+    """A provider that can say, without blocking, whether it holds a token to send now.
+
+    ``cached_token(url) -> (known, token)``: ``(True, token)`` when ``token(url)`` would return
+    ``token`` without any I/O (``token`` may be None: none yet), ``(False, None)`` when it would
+    have to fetch or renew one. ``snodo.aio`` reads a known token on the event loop and calls
+    ``token`` on a worker thread otherwise; providers without it are called on the loop.
+    """
+
+    def cached_token(self, url: str) -> tuple[bool, str | None]: ...
 
 
 def _token_problem(token: object) -> str | None:

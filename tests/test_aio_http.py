@@ -594,3 +594,37 @@ def test_aclose_while_a_server_request_is_answered(loop: str) -> None:
         answers = own.proxy.received(lambda r: r.kind == "response")
     assert (error.code, error.cause) == (-32000, ("closed",))
     assert answers == []
+
+
+class Renewing(Provider):
+    """A provider that holds no token it can give at once: ``token`` must be fetched."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cached_asks = 0
+
+    def cached_token(self, url: str) -> tuple[bool, str | None]:
+        self.cached_asks += 1
+        return False, None
+
+
+def test_a_token_the_provider_must_fetch_is_got_off_the_loop(loop: str) -> None:
+    """``CachingTokenProvider.cached_token`` says the token needs I/O: ``token`` runs on a
+    worker thread, never on the event loop's."""
+    provider = Renewing()
+    with fault_server() as fake, wrap(fake.url, LATEST, token_provider=provider) as w:
+        loop_thread: list[int] = []
+
+        async def main() -> dict[str, Any]:
+            loop_thread.append(threading.get_ident())
+            try:
+                return await w.call("echo", {"text": "fetched"})
+            finally:
+                await w.requester.aclose()
+
+        answer = run(loop, main())
+        calls = fake.received(lambda r: r.rpc == "tools/call")
+    assert text_of(answer) == "fetched"
+    assert [r.header("authorization") for r in calls] == ["Bearer s3cr3t-t0ken-value"]
+    assert provider.cached_asks >= 1
+    assert loop_thread[0] not in provider.token_threads[-1:]

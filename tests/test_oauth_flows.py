@@ -508,3 +508,42 @@ def test_no_token_or_secret_in_errors_or_logs(
         token = rs.accepted[0]
         assert token not in caplog.text and "the-real-secret" not in caplog.text
         assert token not in repr(good.tokens)
+
+
+def test_an_async_client_renews_an_expiring_token_off_the_event_loop(browser: Browser) -> None:
+    """snodo.aio over OAuth: a held token is read on the loop (``cached_token``); an expiring
+    one is renewed by ``token`` on a worker thread, once for 20 concurrent calls."""
+    import asyncio
+
+    import snodo.aio
+
+    with oauth_setup(runtime(), {"token_delay": 0.2}) as (auth, rs):
+        store = Keys()
+        oauth = authorization_code(rs, browser, token_store=store)
+        assert oauth.cached_token(rs.url) == (True, None)  # nothing held yet
+        renewing: list[str] = []
+        real_token = oauth.token
+
+        def token(url: str) -> str | None:
+            renewing.append(threading.current_thread().name)
+            return real_token(url)
+
+        async def main() -> None:
+            target = snodo.Http(rs.url)
+            async with await snodo.aio.connect(
+                target, token_provider=oauth, protocol=VERSION
+            ) as client:
+                await client.list_tools()
+                known, held = oauth.cached_token(rs.url)
+                assert known and held is not None
+                store.expire()
+                assert oauth.cached_token(rs.url) == (False, None)
+                oauth.token = token  # type: ignore[method-assign]
+                answers = await asyncio.gather(
+                    *(client.call_tool("echo", {"text": str(i)}) for i in range(20))
+                )
+                assert len(answers) == 20
+
+        asyncio.run(main())
+        assert auth.grants.count("refresh_token") == 1
+        assert renewing and "MainThread" not in renewing

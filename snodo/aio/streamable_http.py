@@ -18,11 +18,14 @@ import socket
 import ssl
 import time
 from collections import deque
+from functools import partial
 from typing import Any, Final
 from urllib.parse import urlsplit
 
 from snodo.aio.seam import AsyncCallbacks, settle
+from snodo.aio.workers import workers
 from snodo.auth import (
+    CachingTokenProvider,
     Challenge,
     bearer_header,
     check_token,
@@ -388,6 +391,12 @@ class AsyncHttp:
         self._url = settings.url
         self._user_headers = dict(settings.user_headers)
         self._provider = settings.token_provider
+        #: The provider's non-blocking read of its token, when it has one.
+        self._cached_token = (
+            self._provider.cached_token
+            if isinstance(self._provider, CachingTokenProvider)
+            else None
+        )
         self._limit = settings.max_response_bytes
         self._standard_headers = settings.standard_headers
         self._sent = settings.sent
@@ -766,7 +775,7 @@ class AsyncHttp:
         """Send with the provider's token; refresh once (in a worker thread) after a 401 or a
         403 step-up, one more proof for a DPoP nonce; as ``HttpTransport._send``."""
         provider = self._provider
-        token = self._token()
+        token = await self._token()
         response, started = await self._attempt(loop, method, body, headers, token, timeout, flight)
         if provider is None:
             return response, started
@@ -776,9 +785,8 @@ class AsyncHttp:
         status = response.status
         response.discard()
         flight.arm(loop, None)  # the timeout covers each attempt, not the provider's refresh
-        token = await asyncio.to_thread(
-            provider.refresh, challenge, url=self._url, status=status, token=token
-        )
+        refresh = partial(provider.refresh, challenge, url=self._url, status=status, token=token)
+        token = await asyncio.wrap_future(workers().run(refresh))
         if token is not None:
             token = check_token(token)
         response, started = await self._attempt(loop, method, body, headers, token, timeout, flight)
@@ -794,12 +802,21 @@ class AsyncHttp:
             raise unauthorized_error(status, second)
         return response, started
 
-    def _token(self) -> str | None:
-        """The provider's token, called on the loop: its cached token costs no thread hop."""
+    async def _token(self) -> str | None:
+        """The provider's token: a token it holds (``CachingTokenProvider.cached_token``) is
+        read on the loop; one it must fetch or renew is got on a worker thread. A provider
+        without ``cached_token`` is called on the loop (its ``token`` must not block)."""
         provider = self._provider
         if provider is None:
             return None
-        token = provider.token(self._url)
+        cached = self._cached_token
+        if cached is not None:
+            known, token = cached(self._url)
+            if not known:
+                fetch = partial(provider.token, self._url)
+                token = await asyncio.wrap_future(workers().run(fetch))
+        else:
+            token = provider.token(self._url)
         return None if token is None else check_token(token)
 
     async def _attempt(

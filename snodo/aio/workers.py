@@ -4,7 +4,8 @@ Connecting, closing and opening a subscription block (a process starts, a sessio
 an acknowledgement is awaited), and so does every call on a transport that offers only the
 blocking ``request`` (direct, custom transports): they run here, never on the event loop. At
 most :data:`MAX_WORKERS` threads, started on demand; they end when no async client holds the
-pool, so a program that closed its clients holds none.
+pool (and after :data:`IDLE_EXIT` idle for work run without one), so a program that closed its
+clients holds none.
 """
 
 from __future__ import annotations
@@ -17,12 +18,14 @@ from typing import Any
 
 from snodo.protocol import errors
 
-__all__ = ["MAX_QUEUED", "MAX_WORKERS", "WorkerPool", "workers"]
+__all__ = ["IDLE_EXIT", "MAX_QUEUED", "MAX_WORKERS", "WorkerPool", "workers"]
 
 #: Threads at most (a blocking call in flight on each; more calls wait their turn).
 MAX_WORKERS = 32
 #: Jobs waiting for a thread at most; beyond, a job is refused with -32000.
 MAX_QUEUED = 10_000
+#: A thread idle this long ends when no client holds the pool (a job run without a holder).
+IDLE_EXIT = 1.0
 
 _STOP = None
 
@@ -87,7 +90,16 @@ class WorkerPool:
         while True:
             with lock:
                 self._idle += 1
-            item = jobs.get()
+            try:
+                item = jobs.get(timeout=IDLE_EXIT)
+            except queue.Empty:
+                with lock:
+                    self._idle -= 1
+                    # Unheld and idle: end, unless a job queued now counts on this thread.
+                    if self._holders == 0 and self._waiting <= self._idle - self._stopping:
+                        self._threads.remove(me)
+                        return
+                continue
             with lock:
                 self._idle -= 1
                 if item is _STOP:

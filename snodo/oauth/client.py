@@ -152,6 +152,17 @@ class OAuthClient:
                 return str(current["access_token"])
             return self._renew(current)
 
+    def cached_token(self, url: str) -> tuple[bool, str | None]:
+        """``(True, token)`` when ``token(url)`` needs no I/O, ``(False, None)`` when it would
+        renew an expiring token (``snodo.auth.CachingTokenProvider``: ``snodo.aio`` then calls
+        ``token`` off the event loop)."""
+        current = self._current()
+        if current is None:
+            return True, None
+        if not self._expiring(current):
+            return True, str(current["access_token"])
+        return False, None
+
     def refresh(
         self, challenge: Challenge | None, *, url: str, status: int, token: str | None
     ) -> str | None:
