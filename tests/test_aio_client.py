@@ -451,3 +451,57 @@ def test_a_connect_that_fails_raises_the_sync_error_and_leaves_no_thread() -> No
         )
 
     run(main())
+
+
+# -- the loop reading stdio itself ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_a_server_killed_under_calls_in_flight_fails_them_with_its_exit(loop: str) -> None:
+    """The loop holds stdio's reading role while calls are out; the server is killed (its
+    stdout stays open: a grandchild inherited it): the exit is seen anyway and every call
+    fails with -32000 naming the status, as on the sync client."""
+    from tests.support.stdio_support import script
+
+    target = script("broken_grandchild.py", "--grandchild-inherits-stdio")
+
+    async def main() -> list[BaseException]:
+        async with await snodo.aio.connect(target, protocol=LATEST) as client:
+            calls = [
+                asyncio.ensure_future(client.request("tools/list", {"cursor": "x"}, timeout=30))
+                for _ in range(10)
+            ]
+            await asyncio.sleep(0)
+            pid = client.client.transport.pid  # type: ignore[attr-defined]
+            os.kill(pid, signal.SIGKILL)
+            done = await asyncio.wait_for(
+                asyncio.gather(*calls, return_exceptions=True), timeout=10
+            )
+            return list(done)
+
+    results = run(main(), loop)
+    assert all(isinstance(r, snodo.McpError) and r.code == -32000 for r in results), results
+    assert any("exited" in str(r) or "status" in str(r) for r in results), results
+
+
+def test_sync_and_async_calls_share_one_stdio_connection() -> None:
+    """While the loop reads the server's output, a thread's sync call on the same client is
+    answered too (it waits as a follower, the loop delivers its response)."""
+
+    async def main() -> None:
+        target = stdio(AIO_RUNTIME, "--max-concurrency", "200")
+        async with await snodo.aio.connect(target, cwd=str(ROOT), protocol=LATEST) as client:
+            gated = [
+                asyncio.ensure_future(client.call_tool("gate", {"n": 101, "i": i}, timeout=30))
+                for i in range(100)
+            ]
+            sync_answer = await asyncio.to_thread(
+                client.client.call_tool, "gate", {"n": 101, "i": "sync"}, timeout=30
+            )
+            answers = await asyncio.gather(*gated)
+            assert sync_answer["structuredContent"] == {"peak": 101, "i": "sync"}
+            assert [a["structuredContent"]["i"] for a in answers] == list(range(100))
+            alone = await asyncio.to_thread(client.client.call_tool, "echo", {"text": "solo"})
+            assert alone["content"][0]["text"] == "solo"
+
+    run(main())

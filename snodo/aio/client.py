@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from snodo.aio.bridge import LoopMailbox
+from snodo.aio.bridge import Deadlines, LoopMailbox
 from snodo.aio.requesters import SubmittedRequester, ThreadedRequester
 from snodo.aio.seam import AsyncCallbacks, AsyncRequester, settle
 from snodo.aio.workers import WorkerPool, workers
@@ -160,6 +160,7 @@ class AsyncClient:
         self._loop = loop
         self._pool = pool
         self._mailbox = LoopMailbox(loop)
+        self._deadlines = Deadlines(loop)
         self._requesters: dict[Transport, AsyncRequester] = {}
         self._closing: asyncio.Future[None] | None = None
         self._callbacks = AsyncCallbacks(None, self._answer_server_request)
@@ -460,7 +461,7 @@ class AsyncClient:
         if requester is not None:
             return requester
         if isinstance(transport, SubmittingTransport):
-            requester = SubmittedRequester(transport, self._mailbox)
+            requester = SubmittedRequester(transport, self._mailbox, self._deadlines)
         elif _is_http(transport):
             from snodo.aio.streamable_http import AsyncHttp
 

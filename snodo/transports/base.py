@@ -13,7 +13,7 @@ progress-token rule, the replies to server requests); a custom transport can use
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -29,6 +29,7 @@ __all__ = [
     "ConnectOptions",
     "EndReportingTransport",
     "Inbox",
+    "LendingTransport",
     "ListeningTransport",
     "NotifyingTransport",
     "ProgressSink",
@@ -221,13 +222,34 @@ class Inbox(Protocol):
 class SubmittingTransport(Transport, Protocol):
     """A transport that can send a request without a thread waiting for it (``snodo.aio``)."""
 
-    def submit(self, message: dict[str, Any], options: RequestOptions, inbox: Inbox) -> None:
-        """Write ``message``; its response (or error, or progress) arrives in ``inbox``. Raises
-        McpError when it cannot be sent (its outcome then says ``not_sent``)."""
+    def submit(self, requests: Sequence[tuple[dict[str, Any], RequestOptions, Inbox]]) -> None:
+        """Write ``requests`` (message, options, inbox) at once; each one's response, progress
+        or error arrives in its inbox, a failure to send them too (outcome ``not_sent`` when
+        nothing was written)."""
         ...
 
     def withdraw(self, request_id: Any, reason: str) -> None:
         """Stop waiting for ``request_id`` (timed out, cancelled): the server is told."""
+        ...
+
+
+@runtime_checkable
+class LendingTransport(Protocol):
+    """A transport whose reading an event loop can take over while it has calls out (stdio):
+    the loop reads the descriptor itself, so no thread hands it the responses."""
+
+    def lend_reading(self, on_exit: Callable[[], None]) -> int | None:
+        """Lend the reading role: the descriptor to watch, or None when it cannot be lent now.
+        ``on_exit`` (called from another thread, never blocking) says the loop must give it
+        back."""
+        ...
+
+    def read_lent(self) -> bool:
+        """Read once, the descriptor being readable; False when the role is over."""
+        ...
+
+    def return_reading(self) -> None:
+        """Give the role back."""
         ...
 
 

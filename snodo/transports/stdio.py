@@ -20,7 +20,7 @@ import queue
 import select
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -92,6 +92,8 @@ _connection_ids = itertools.count(1)
 
 #: The reader role held by the hub (else a ``_Call`` holds it, or no one: None).
 _HUB = "hub"
+#: The reader role lent to an event loop (``lend_reading``).
+_LOOP = "loop"
 #: Put in a waiting caller's inbox when it is handed the reader role.
 _LEAD = ("lead", None)
 #: Longest single wait of the reading caller before it looks at its inbox again (ms).
@@ -168,6 +170,8 @@ class StdioTransport(BaseTransport):
         self._exit_pending = False
         self._poller: Any = None
         self._reader_free: threading.Condition | None = None  # made by close, if it waits
+        #: Told when the server exits while an event loop holds the reader role.
+        self._on_lent_exit: Callable[[], None] | None = None
         self.name = f"stdio-{next(_connection_ids)}-{self._child.pid}"
         #: stdin: write combining and replies that never wait (docs/decisions/0027).
         self._outbox = Outbox(self._child, self.name, self._lose, self._exit_status)
@@ -245,23 +249,45 @@ class StdioTransport(BaseTransport):
             if self._reader is call:  # the write failed while holding the role
                 self._release_reader()
 
-    def submit(self, message: dict[str, Any], options: RequestOptions, inbox: Inbox) -> None:
-        """Write ``message``; the hub puts its response, progress or error into ``inbox``
-        (``snodo.aio``: no thread waits for it)."""
-        request_id = message["id"]
+    def submit(self, requests: Sequence[tuple[dict[str, Any], RequestOptions, Inbox]]) -> None:
+        """Write ``requests`` in one write; the hub puts each one's response, progress or error
+        into its inbox (``snodo.aio``: no thread waits, and the requests an event loop turn
+        made share one system call)."""
+        limit = WRITE_TIMEOUT
+        lines: list[bytes] = []
+        sent: list[tuple[Any, Inbox]] = []
+        for message, options, inbox in requests:
+            try:
+                lines.append(jsonrpc.encode_line(message))
+            except Exception as exc:  # not encodable: that request fails, the others go
+                inbox.put(("error", exc))
+                continue
+            sent.append((message["id"], inbox))
+            if options.timeout is not None and options.timeout < limit:
+                limit = options.timeout
         with self._lock:
-            if self._lost is not None:
-                raise errors.with_outcome(self._lost, "not_sent")
-            self._pending[request_id] = _Call(inbox)
-        limit = WRITE_TIMEOUT if options.timeout is None else min(WRITE_TIMEOUT, options.timeout)
+            lost = self._lost
+            if lost is None:
+                for request_id, inbox in sent:
+                    self._pending[request_id] = _Call(inbox)
+        if lost is not None:
+            error = errors.with_outcome(lost, "not_sent")
+            for _, inbox in sent:
+                inbox.put(("error", error))
+            return
+        if not lines:
+            return
         try:
-            self._outbox.write(jsonrpc.encode_line(message), time.monotonic() + limit, None)
+            self._outbox.write(b"".join(lines), time.monotonic() + limit, None)
         except TimeoutError:
-            self._pending.pop(request_id, None)
-            raise errors.timeout_error(limit, cause=("write_timeout",)) from None
-        except BaseException:
-            self._pending.pop(request_id, None)
-            raise
+            failure = errors.timeout_error(limit, cause=("write_timeout",))
+        except McpError as error:
+            failure = error
+        else:
+            return
+        for request_id, inbox in sent:
+            if self._pending.pop(request_id, None) is not None:
+                inbox.put(("error", failure))
 
     def withdraw(self, request_id: Any, reason: str) -> None:
         """Stop waiting for a submitted request: the server gets ``notifications/cancelled``
@@ -270,6 +296,44 @@ class StdioTransport(BaseTransport):
             waiting = self._pending.pop(request_id, None) is not None
         if waiting:
             self._cancel(request_id, reason)
+
+    def lend_reading(self, on_exit: Callable[[], None]) -> int | None:
+        """Lend the reader role to an event loop that reads stdout itself (``read_lent`` when
+        the fd it returns is readable) until ``return_reading``: no thread hop per response.
+        None when it cannot have it now (another reader holds it, no leader reading, the end).
+        ``on_exit`` is called (from the hub; it must not block) when the server exits while
+        lent: the loop then gives the role back, which handles the exit."""
+        if not self._lead:
+            return None
+        with self._lock:
+            if (
+                self._reader is not None
+                or self._stdout_done
+                or self._lost is not None
+                or self._close_started
+            ):
+                return None
+            self._reader = _LOOP
+            self._on_lent_exit = on_exit
+            hub().disarm(self._child.stdout)
+        return self._child.stdout
+
+    def read_lent(self) -> bool:
+        """Read one chunk of stdout as the loop holding the role; False when the role is over
+        (stdout ended, or it was given back)."""
+        if self._reader is not _LOOP:
+            return False
+        if self._read_stdout():
+            return True
+        self._release_reader()  # at EOF: no one reads again
+        return False
+
+    def return_reading(self) -> None:
+        """The loop gives the reader role back (to a waiting caller, or the hub)."""
+        with self._lock:
+            lent = self._reader is _LOOP
+        if lent:
+            self._release_reader()
 
     def listen(
         self, message: dict[str, Any], options: RequestOptions, sink: SubscriptionSink
@@ -540,7 +604,7 @@ class StdioTransport(BaseTransport):
         with self._lock:
             if self._reader_free is None:
                 self._reader_free = threading.Condition(self._lock)
-            self._reader_free.wait_for(lambda: self._reader in (None, _HUB), timeout)
+            self._reader_free.wait_for(lambda: self._reader in (None, _HUB, _LOOP), timeout)
 
     def _on_stdout_ready(self) -> None:
         """The hub saw stdout readable (or hung up) with no caller reading: read one chunk."""
@@ -769,11 +833,18 @@ class StdioTransport(BaseTransport):
         if self._close_started:
             return
         if self._lead:
+            lent: Callable[[], None] | None = None
             with self._lock:
                 if self._reader is not None:
                     self._exit_pending = True  # the role holder handles it when it lets go
-                    return
-                self._reader = _HUB
+                    if self._reader is not _LOOP:
+                        return
+                    lent = self._on_lent_exit
+                else:
+                    self._reader = _HUB
+            if lent is not None:
+                lent()  # the loop gives the role back, which handles the exit
+                return
             try:
                 self._drain_after_exit()
             finally:
