@@ -212,7 +212,7 @@ class CallPipeline:
                 ),
             )
             try:
-                response = yield Send(transport, message, options)
+                response = yield _new_step(Send, (transport, message, options))
                 outcome = results.interpret(dialect, method, response)
             except McpError as error:
                 if not retried and negotiation.retries_unsupported_version(
@@ -319,6 +319,10 @@ class AwaitReady(NamedTuple):
     timeout: float | None
     after: int
 
+
+#: ``Send(...)`` at C speed: a NamedTuple's ``__new__`` is Python code, and a call makes one
+#: ``Send`` per request (~0.2 µs saved on the sync hot path).
+_new_step = tuple.__new__
 
 #: One step of a call (what a driver carries out).
 Step = Send | Answer | Pause | AwaitReady
