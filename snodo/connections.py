@@ -24,6 +24,7 @@ from snodo.protocol import meta as meta_rules
 from snodo.protocol.dialects import Dialect
 from snodo.protocol.errors import McpError, invalid_params
 from snodo.protocol.negotiation import Session
+from snodo.server_logs import ServerLogs, check_name, default_name, send_log_level
 from snodo.supervision import Owner, current_owner, owner_of
 from snodo.supervision.restarts import Backoff, RestartPolicy
 from snodo.transports.base import (
@@ -52,6 +53,9 @@ def direct(
     reset_timeout_on_progress: bool = False,
     max_total_timeout: float | None = 600.0,
     cache: bool = False,
+    name: str | None = None,
+    log_level: str | None = None,
+    log_handler: Any = None,
     owner: Any = None,
     restart: str = "temporary",
     backoff: Backoff | Mapping[str, Any] | None = None,
@@ -67,14 +71,17 @@ def direct(
     """
     from snodo.transports.direct import DirectTransport
 
+    name = default_name(runtime) if name is None else name
+    check_name(name)
     options = build_options(**client_keywords(locals()))
+    logs = ServerLogs(log_handler, name)
     policy = restart_policy(restart, backoff, max_restarts, restart_window)
     watched = _owner(owner)
     version = negotiation.direct_version(options.protocol, runtime.enabled_versions)
 
     def open_direct() -> Negotiated:
         dialect = dialects.get(version)
-        transport = DirectTransport(runtime)
+        transport = logs.attach(DirectTransport(runtime))
         if dialect.stateless:
             return Negotiated(transport, dialect, None)
         try:
@@ -93,6 +100,7 @@ def connect(
     *,
     env: Mapping[str, str | None] | None = None,
     cwd: str | None = None,
+    stderr: Any = None,
     protocol: str | Sequence[str] | None = None,
     client_info: Mapping[str, Any] | None = None,
     client_capabilities: Mapping[str, Any] | None = None,
@@ -112,6 +120,9 @@ def connect(
     ca_certs: str | None = None,
     client_cert: str | tuple[str, str] | None = None,
     cache: bool = False,
+    name: str | None = None,
+    log_level: str | None = None,
+    log_handler: Any = None,
     restart: str = "temporary",
     backoff: Backoff | Mapping[str, Any] | None = None,
     max_restarts: int = 5,
@@ -135,6 +146,10 @@ def connect(
     """
     from snodo.transports.targets import Http, Stdio
 
+    name = default_name(target) if name is None else name
+    check_name(name)
+    if stderr is not None and not isinstance(target, Stdio):
+        raise ValueError("stderr= applies to stdio servers only")
     options = build_options(**client_keywords(locals()))
     check_timeout("probe_timeout", probe_timeout, optional=False)
     check_positive_int("max_server_requests", max_server_requests)
@@ -143,10 +158,11 @@ def connect(
     policy = restart_policy(restart, backoff, max_restarts, restart_window)
     watched = _owner(owner)
     answer = partial(answer_server_request, options.input_handlers)
+    logs = ServerLogs(log_handler, name)
 
     def supervised(open_transport: Callable[[], Any]) -> Client:
         def reopen() -> Negotiated:
-            return negotiate(open_transport, options, probe_timeout)
+            return negotiate(lambda: logs.attach(open_transport()), options, probe_timeout)
 
         supervision = Supervision(policy, watched, reopen, ping_interval, on_state)
         deliver_state(on_state, StateChange("connecting", "opening"))
@@ -185,7 +201,9 @@ def connect(
         )
     if headers is not None or token_provider is not None:
         raise ValueError("headers= and token_provider= apply to HTTP servers only")
-    from snodo.transports.stdio import StdioTransport
+    from snodo.transports.stdio import StdioTransport, stderr_mode
+
+    stderr_mode(stderr)  # checked once here, before any server starts
 
     def open_transport() -> StdioTransport:
         return StdioTransport(
@@ -195,6 +213,7 @@ def connect(
             max_line_bytes=max_response_bytes,
             max_server_requests=max_server_requests,
             on_server_request=answer,
+            stderr=stderr,
         )
 
     return supervised(open_transport)
@@ -323,6 +342,15 @@ def initialize_session(
         jsonrpc.notification("notifications/initialized"),
         RequestOptions(dialect=dialects.get(session.version), timeout=options.timeout),
     )
+    if options.log_level is not None:
+        send_log_level(
+            transport,
+            next_request_id(),
+            options.log_level,
+            session.capabilities,
+            dialects.get(session.version),
+            options.timeout,
+        )
     return session
 
 

@@ -48,13 +48,14 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Final, Literal, TypeVar
+from typing import Any, Final, Literal, TypeVar
 
 from snodo.protocol.errors import CONNECTION_CLOSED, McpError
 from snodo.transports import reaper
 
 __all__ = [
     "ChildProcess",
+    "StderrMode",
     "close_fds",
     "group_alive",
     "poll_exit",
@@ -65,6 +66,8 @@ __all__ = [
 ]
 
 FdName = Literal["stdin", "stdout", "stderr", "pidfd"]
+#: Where a child's stderr goes: a pipe the parent reads, this process's fd 2, or /dev/null.
+StderrMode = Literal["pipe", "inherit", "discard"]
 _ALL_FDS: Final[tuple[FdName, ...]] = ("stdin", "stdout", "stderr", "pidfd")
 
 #: How long a process is given to die after SIGKILL (only an unkillable process uses it up).
@@ -99,7 +102,8 @@ class ChildProcess:
     pgid: int
     stdin: int
     stdout: int
-    stderr: int
+    #: None when stderr was not piped (``spawn(stderr="inherit" | "discard")``).
+    stderr: int | None
     pidfd: int | None
     argv: tuple[str, ...]
     returncode: int | None = None
@@ -109,8 +113,12 @@ class ChildProcess:
     lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def is_closed(self, name: FdName) -> bool:
-        """True once ``close_fds`` closed that fd (``pidfd`` counts as closed when absent)."""
-        return name in self.closed_fds or (name == "pidfd" and self.pidfd is None)
+        """True once ``close_fds`` closed that fd (``pidfd`` and ``stderr`` count as closed
+        when absent)."""
+        absent = (name == "pidfd" and self.pidfd is None) or (
+            name == "stderr" and self.stderr is None
+        )
+        return name in self.closed_fds or absent
 
 
 # --------------------------------------------------------------------------------------------
@@ -123,6 +131,7 @@ def spawn(
     *,
     env: Mapping[str, str | None] | None = None,
     cwd: str | None = None,
+    stderr: StderrMode = "pipe",
 ) -> ChildProcess:
     """Start ``command args...`` with piped stdio, as the leader of a new process group.
 
@@ -134,8 +143,10 @@ def spawn(
     variable. ``cwd`` runs the command through a ``/bin/sh`` trampoline that changes directory
     and execs it in the same process. A command that cannot be started raises ``McpError``
     (-32000, kind ``transport``, cause ``("spawn_failed", errno)``) and leaves no fd open.
+    ``stderr``: ``"pipe"`` (the parent reads it), ``"inherit"`` (the child writes to this
+    process's fd 2) or ``"discard"`` (``/dev/null``); with the last two ``stderr`` is None.
     """
-    child = _start(command, args, env=env, cwd=cwd)
+    child = _start(command, args, env=env, cwd=cwd, stderr=stderr)
     reaper.watch(child.pgid, _start_reaper)
     return child
 
@@ -146,6 +157,7 @@ def _start(
     *,
     env: Mapping[str, str | None] | None = None,
     cwd: str | None = None,
+    stderr: StderrMode = "pipe",
 ) -> ChildProcess:
     """``spawn`` without the reaper."""
     argv = (command, *args)
@@ -165,13 +177,20 @@ def _start(
     try:
         in_r, in_w = _pipe(pipes)
         out_r, out_w = _pipe(pipes)
-        err_r, err_w = _pipe(pipes)
-        in_r, out_w, err_w = (_above_stdio(fd, pipes) for fd in (in_r, out_w, err_w))
-        actions: list[tuple[int, ...]] = [
+        in_r, out_w = (_above_stdio(fd, pipes) for fd in (in_r, out_w))
+        actions: list[tuple[Any, ...]] = [
             (os.POSIX_SPAWN_DUP2, in_r, 0),
             (os.POSIX_SPAWN_DUP2, out_w, 1),
-            (os.POSIX_SPAWN_DUP2, err_w, 2),
         ]
+        err_r: int | None = None
+        err_w: int | None = None
+        if stderr == "pipe":
+            err_r, err_w = _pipe(pipes)
+            err_w = _above_stdio(err_w, pipes)
+            actions.append((os.POSIX_SPAWN_DUP2, err_w, 2))
+        elif stderr == "discard":
+            actions.append((os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0))
+        # "inherit": no action, the child keeps this process's fd 2
         actions += _close_actions()
         if where is None:
             path, spawn_argv = executable, list(argv)
@@ -195,8 +214,8 @@ def _start(
     except BaseException:
         _close_all(pipes)
         raise
-    _close_all([in_r, out_w, err_w])
-    for fd in (in_w, out_r, err_r):
+    _close_all([in_r, out_w] if err_w is None else [in_r, out_w, err_w])
+    for fd in (in_w, out_r) if err_r is None else (in_w, out_r, err_r):
         os.set_blocking(fd, False)
     return ChildProcess(
         pid=pid,
@@ -363,7 +382,7 @@ def _close_actions() -> list[tuple[int, ...]]:
             names = os.listdir(fd_dir)
         except OSError:
             continue
-        actions: list[tuple[int, ...]] = []
+        actions: list[tuple[Any, ...]] = []
         for name in names:
             fd = int(name)
             if fd > 2 and _inheritable(fd):

@@ -15,6 +15,7 @@ complete a pending request directly; see docs/decisions/0008-stdio-io-hub.md and
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 import queue
 import select
@@ -41,6 +42,7 @@ from snodo.protocol.exchange import (
     server_request_reply,
 )
 from snodo.protocol.framing import LineFramer, Oversized
+from snodo.protocol.stderr_tail import StderrTail, is_exit_error, oversized_line, with_tail
 from snodo.supervision import ChildSpec, connections, start_child, terminate_child
 from snodo.transports import process
 from snodo.transports.base import (
@@ -72,11 +74,13 @@ __all__ = [
     "TERM_WAIT",
     "WRITE_TIMEOUT",
     "StdioTransport",
+    "default_server_name",
+    "stderr_mode",
 ]
 
 _log = get_logger("snodo.transports.stdio")
 
-#: Largest stderr line kept for the log (longer ones are cut).
+#: Largest stderr line passed on (longer ones are dropped; the tail says so).
 STDERR_LINE_BYTES = 8 * 1024
 #: Progress reports waiting for a slow caller; beyond this they are dropped (and logged).
 MAX_QUEUED_PROGRESS = 1024
@@ -142,8 +146,13 @@ class StdioTransport(BaseTransport):
         max_line_bytes: int = 16 * 1024 * 1024,
         max_server_requests: int = 16,
         on_server_request: ServerRequestHandler | None = None,
+        stderr: Any = None,
+        server_name: str | None = None,
     ) -> None:
         self.target = target
+        mode = stderr_mode(stderr)
+        #: The server's name in log records (``snodo.server.<name>.stderr``).
+        self.server_name = default_server_name(target) if server_name is None else server_name
         #: The session-era notifications of this connection, fanned out to subscriptions.
         self.session_events: SessionFanout = SessionFanout()
         self._framer = LineFramer(max_line_bytes)
@@ -161,7 +170,7 @@ class StdioTransport(BaseTransport):
         self._handler_tasks = HandlerTasks()
         self._handler_pool: Any = None
         self._max_server_requests = max_server_requests
-        self._child = process.spawn(target.command, target.args, env=env, cwd=cwd)
+        self._child = process.spawn(target.command, target.args, env=env, cwd=cwd, stderr=mode)
         # Leader reading (docs/decisions/0023): who reads stdout now, and the callers waiting.
         self._lead = hub().supports_oneshot and self._child.pidfd is not None
         self._reader: Any = None
@@ -170,9 +179,16 @@ class StdioTransport(BaseTransport):
         self._exit_pending = False
         self._poller: Any = None
         self._reader_free: threading.Condition | None = None  # made by close, if it waits
+        self._bytes_in = 0
         #: Told when the server exits while an event loop holds the reader role.
         self._on_lent_exit: Callable[[], None] | None = None
         self.name = f"stdio-{next(_connection_ids)}-{self._child.pid}"
+        # stderr: the lines go to ``_stderr_line``; the last ones are kept for the exit error.
+        self._stderr_lock = threading.Lock()
+        self._stderr_fd = self._child.stderr
+        self._stderr_line = self._stderr_sink(stderr)
+        self._stderr_tail: StderrTail | None = None if mode != "pipe" else StderrTail()
+        self._stderr_failed = False
         #: stdin: write combining and replies that never wait (docs/decisions/0027).
         self._outbox = Outbox(self._child, self.name, self._lose, self._exit_status)
         self._on_end: Callable[[McpError], None] | None = None
@@ -183,7 +199,8 @@ class StdioTransport(BaseTransport):
                 io.watch_oneshot(self._child.stdout, self._on_stdout_ready)
             else:
                 io.watch(self._child.stdout, self._on_stdout, self._on_stdout_eof)
-            io.watch(self._child.stderr, self._on_stderr, self._on_stderr_eof)
+            if self._child.stderr is not None:
+                io.watch(self._child.stderr, self._on_stderr, self._on_stderr_eof)
             if self._child.pidfd is not None:
                 io.watch_ready(self._child.pidfd, self._on_exit)
             self._start_handlers()
@@ -204,6 +221,10 @@ class StdioTransport(BaseTransport):
 
     def __repr__(self) -> str:
         return f"<StdioTransport {self.name} {' '.join(self._child.argv)}>"
+
+    def byte_counts(self) -> tuple[int, int]:
+        """Bytes read from stdout and written to stdin (``Client.stats()``)."""
+        return self._bytes_in, self._outbox.bytes_out
 
     def cache_identity(self) -> CacheIdentity:
         """Each server process is a namespace of its own (``name`` is unique) and one private
@@ -428,7 +449,10 @@ class StdioTransport(BaseTransport):
             self._stop_handlers()
             io = hub()
             io.unwatch(self._child.stdout)
-            io.unwatch(self._child.stderr)
+            with self._stderr_lock:
+                self._stderr_fd = None  # no late drain reads a closed (reused) number
+            if self._child.stderr is not None:
+                io.unwatch(self._child.stderr)
             if self._child.pidfd is not None:
                 io.unwatch(self._child.pidfd)
             if self._outbox.watch_used:
@@ -633,7 +657,10 @@ class StdioTransport(BaseTransport):
             pass
 
     def _lose(self, error: McpError) -> McpError:
-        """The connection is unusable: fail every pending request with ``error``."""
+        """The connection is unusable: fail every pending request with ``error`` (a gone
+        server's error carries its stderr tail)."""
+        if self._lost is None and is_exit_error(error):
+            error = self._with_stderr_tail(error)
         with self._lock:
             if self._lost is None:
                 self._lost = error
@@ -649,6 +676,7 @@ class StdioTransport(BaseTransport):
     # -- internals: the hub's callbacks (on the hub thread; never block) -----------------------
 
     def _on_stdout(self, chunk: bytes) -> None:
+        self._bytes_in += len(chunk)  # one reader at a time (the role): no lock needed
         for line in self._framer.feed(chunk):
             self._on_line(line)
 
@@ -920,14 +948,70 @@ class StdioTransport(BaseTransport):
         except Exception:
             _log.exception("an end callback failed", connection=self.name)
 
+    def _stderr_sink(self, option: Any) -> Callable[[str], None] | None:
+        """What takes each stderr line (None: nothing is read)."""
+        if option in _STDERR_WORDS:
+            return None  # spawned to this process's fd 2 or /dev/null: nothing to read
+        extra = {"connection": self.name, "server": self.server_name, "pid": self._child.pid}
+        if option is None:
+            option = logging.getLogger(f"snodo.server.{self.server_name}.stderr")
+        if isinstance(option, logging.Logger):
+            return partial(_log_line, option, extra)
+        if callable(getattr(option, "write", None)):
+            return partial(_write_line, option)
+        line_function: Callable[[str], None] = option
+        return line_function
+
     def _on_stderr(self, chunk: bytes) -> None:
-        for line in self._stderr_framer.feed(chunk):
-            if isinstance(line, Oversized):
-                continue
-            _log.info("server stderr", connection=self.name, line=line.decode("utf-8", "replace"))
+        with self._stderr_lock:
+            self._stderr_lines(self._stderr_framer.feed(chunk))
 
     def _on_stderr_eof(self) -> None:
-        self._stderr_framer.flush()
+        with self._stderr_lock:
+            self._stderr_lines(self._stderr_framer.flush())
+
+    def _stderr_lines(self, lines: list[bytes | Oversized]) -> None:
+        """Keep and deliver stderr lines (under ``_stderr_lock``); a sink that raises is logged
+        once per connection, and its later failures are dropped."""
+        sink = self._stderr_line
+        for raw in lines:
+            if isinstance(raw, Oversized):
+                if self._stderr_tail is not None:
+                    self._stderr_tail = self._stderr_tail.add(oversized_line(raw.size))
+                continue
+            line = raw.decode("utf-8", "replace")
+            if self._stderr_tail is not None:
+                self._stderr_tail = self._stderr_tail.add(line)
+            if sink is None:
+                continue
+            try:
+                sink(line)
+            except Exception:
+                if not self._stderr_failed:
+                    self._stderr_failed = True
+                    _log.warning(
+                        "the stderr sink raised; its later failures are not logged",
+                        connection=self.name,
+                        exc_info=True,
+                    )
+
+    def _with_stderr_tail(self, error: McpError) -> McpError:
+        """``error`` with the server's last stderr lines: what it wrote before it went is read
+        first (bounded; the hub may not have seen it yet)."""
+        with self._stderr_lock:
+            fd = self._stderr_fd
+            if fd is not None:
+                for _ in range(_STDERR_DRAIN_READS):
+                    try:
+                        chunk = os.read(fd, READ_SIZE)
+                    except (BlockingIOError, OSError):
+                        break
+                    if not chunk:
+                        self._stderr_lines(self._stderr_framer.flush())
+                        break
+                    self._stderr_lines(self._stderr_framer.feed(chunk))
+            tail = self._stderr_tail
+        return error if tail is None else with_tail(error, tail)
 
     def _close_async(self, why: str) -> None:
         """Close from a thread that must not block (the hub, a watcher, the owner actor)."""
@@ -936,6 +1020,50 @@ class StdioTransport(BaseTransport):
                 return
         _log.debug("closing", connection=self.name, why=why)
         threading.Thread(target=self.close, name=f"snodo-close-{self.name}", daemon=True).start()
+
+
+#: Most reads of stderr when the server is gone (a grandchild may hold it open and write on).
+_STDERR_DRAIN_READS = 64
+#: The ``stderr=`` strings.
+_STDERR_WORDS = ("inherit", "discard")
+
+
+def default_server_name(target: Stdio) -> str:
+    """A stdio server's name when none is given: its command's basename."""
+    return os.path.basename(target.command.rstrip("/")) or target.command
+
+
+def stderr_mode(option: Any) -> process.StderrMode:
+    """Check ``stderr=`` (None, a callable, a ``logging.Logger``, a file object, "inherit" or
+    "discard") and say how the child's stderr is spawned."""
+    if isinstance(option, str):
+        if option not in _STDERR_WORDS:
+            raise ValueError(
+                f'stderr= must be a callable, a logger, a file, "inherit" or "discard", '
+                f"not {option!r}"
+            )
+        return "inherit" if option == "inherit" else "discard"
+    if (
+        option is None
+        or isinstance(option, logging.Logger)
+        or callable(getattr(option, "write", None))
+        or callable(option)
+    ):
+        return "pipe"
+    raise TypeError(
+        f'stderr= must be a callable, a logger, a file, "inherit" or "discard", not {option!r}'
+    )
+
+
+def _log_line(logger: logging.Logger, extra: Mapping[str, Any], line: str) -> None:
+    logger.info("%s", line, extra=extra)
+
+
+def _write_line(file: Any, line: str) -> None:
+    file.write(line + "\n")
+    flush = getattr(file, "flush", None)
+    if flush is not None:
+        flush()
 
 
 def _stdio_partition() -> str:
