@@ -36,6 +36,7 @@ _EXPORTS = {
     "SubscriptionEvent": "snodo.protocol.subscriptions",
     "Subscription": "snodo.subscription",
     "ConnectOptions": "snodo.transports.base",
+    "LogMessage": "snodo.server_logs",
 }
 
 __all__ = [
@@ -49,6 +50,7 @@ __all__ = [
     "HandlerError",
     "Http",
     "InputRequired",
+    "LogMessage",
     "McpError",
     "Notification",
     "Page",
@@ -82,6 +84,7 @@ if TYPE_CHECKING:
     from snodo.protocol.subscriptions import Gap as Gap
     from snodo.protocol.subscriptions import Notification as Notification
     from snodo.protocol.subscriptions import SubscriptionEvent as SubscriptionEvent
+    from snodo.server_logs import LogMessage as LogMessage
     from snodo.subscription import Subscription as Subscription
     from snodo.supervision.restarts import Backoff as Backoff
     from snodo.transports.base import ConnectOptions as ConnectOptions

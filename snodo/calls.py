@@ -38,7 +38,7 @@ from snodo.protocol.dialects import Dialect
 from snodo.protocol.errors import HandlerError, McpError
 from snodo.protocol.exchange import progress_token
 from snodo.protocol.inputs import Done, InputTask
-from snodo.protocol.meta import build_params
+from snodo.protocol.meta import build_params, check_log_level
 from snodo.protocol.results import InputRequired
 from snodo.protocol.trace import validate_trace_context
 from snodo.transports.base import (
@@ -184,6 +184,8 @@ class CallPipeline:
                 else None
             )
             options = self.request_options(call)
+            if call.log_level is not None:
+                check_log_level("log_level", call.log_level)
             rounds = self._rounds
             if call.max_input_rounds is not None:
                 rounds = inputs.start_rounds(call.max_input_rounds, self._handlers)
@@ -209,6 +211,7 @@ class CallPipeline:
                     progress_token=progress_token(request_id) if progress else None,
                     input_responses=responses,
                     request_state=request_state,
+                    log_level=call.log_level or client.log_level,
                 ),
             )
             try:

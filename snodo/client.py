@@ -131,6 +131,11 @@ class Client:
         return self._options
 
     @property
+    def name(self) -> str:
+        """The server's name in logs (``name=`` of ``connect``/``direct``, or derived)."""
+        return self._options.name or ""
+
+    @property
     def closed(self) -> bool:
         """True once the connection is gone for any reason (closed, owner ended, server gone
         for good)."""
@@ -221,6 +226,7 @@ class Client:
         max_input_rounds: int | None = None,
         reset_timeout_on_progress: bool | None = None,
         max_total_timeout: float | None = None,
+        log_level: str | None = None,
     ) -> dict[str, Any] | InputRequired:
         """``tools/call`` by name, or with the definition from ``list_tools`` (for Mcp-Param-*)."""
         return drive(
@@ -236,6 +242,7 @@ class Client:
                 max_input_rounds=max_input_rounds,
                 reset_timeout_on_progress=reset_timeout_on_progress,
                 max_total_timeout=max_total_timeout,
+                log_level=log_level,
             )
         )
 
@@ -251,6 +258,7 @@ class Client:
         request_state: str | None = None,
         max_input_rounds: int | None = None,
         bypass_cache: bool = False,
+        log_level: str | None = None,
     ) -> dict[str, Any] | InputRequired:
         """``resources/read``."""
         return drive(
@@ -264,6 +272,7 @@ class Client:
                 request_state=request_state,
                 max_input_rounds=max_input_rounds,
                 bypass_cache=bypass_cache,
+                log_level=log_level,
             )
         )
 
@@ -279,6 +288,7 @@ class Client:
         input_responses: Mapping[str, Any] | None = None,
         request_state: str | None = None,
         max_input_rounds: int | None = None,
+        log_level: str | None = None,
     ) -> dict[str, Any] | InputRequired:
         """``prompts/get``."""
         return drive(
@@ -292,6 +302,7 @@ class Client:
                 input_responses=input_responses,
                 request_state=request_state,
                 max_input_rounds=max_input_rounds,
+                log_level=log_level,
             )
         )
 
@@ -310,6 +321,7 @@ class Client:
         reset_timeout_on_progress: bool | None = None,
         max_total_timeout: float | None = None,
         bypass_cache: bool = False,
+        log_level: str | None = None,
     ) -> dict[str, Any] | InputRequired:
         """Any request the negotiated dialect lets a client send (an extension's too on 2026-07-28)."""
         return drive(
@@ -326,6 +338,7 @@ class Client:
                 reset_timeout_on_progress=reset_timeout_on_progress,
                 max_total_timeout=max_total_timeout,
                 bypass_cache=bypass_cache,
+                log_level=log_level,
             )
         )
 
@@ -437,6 +450,7 @@ class Client:
         max_input_rounds: int | None = None,
         reset_timeout_on_progress: bool | None = None,
         max_total_timeout: float | None = None,
+        log_level: str | None = None,
     ) -> Steps[dict[str, Any] | InputRequired]:
         definition: Mapping[str, Any] | None = None
         if isinstance(tool, Mapping):
@@ -460,6 +474,7 @@ class Client:
             reset_timeout_on_progress,
             max_total_timeout,
             definition,
+            log_level=log_level,
         )
         try:
             return (yield from self._send("tools/call", params, call)).outcome
@@ -486,6 +501,7 @@ class Client:
         request_state: str | None = None,
         max_input_rounds: int | None = None,
         bypass_cache: bool = False,
+        log_level: str | None = None,
     ) -> Steps[dict[str, Any] | InputRequired]:
         call = call_options(
             timeout,
@@ -496,6 +512,7 @@ class Client:
             request_state,
             max_input_rounds,
             bypass_cache=bypass_cache,
+            log_level=log_level,
         )
         return (yield from self._send("resources/read", {"uri": uri}, call)).outcome
 
@@ -511,12 +528,20 @@ class Client:
         input_responses: Mapping[str, Any] | None = None,
         request_state: str | None = None,
         max_input_rounds: int | None = None,
+        log_level: str | None = None,
     ) -> Steps[dict[str, Any] | InputRequired]:
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = dict(arguments)
         call = call_options(
-            timeout, progress, meta, trace_context, input_responses, request_state, max_input_rounds
+            timeout,
+            progress,
+            meta,
+            trace_context,
+            input_responses,
+            request_state,
+            max_input_rounds,
+            log_level=log_level,
         )
         return (yield from self._send("prompts/get", params, call)).outcome
 
@@ -535,6 +560,7 @@ class Client:
         reset_timeout_on_progress: bool | None = None,
         max_total_timeout: float | None = None,
         bypass_cache: bool = False,
+        log_level: str | None = None,
     ) -> Steps[dict[str, Any] | InputRequired]:
         if not isinstance(method, str):
             raise TypeError("method must be a string")
@@ -552,6 +578,7 @@ class Client:
             reset_timeout_on_progress,
             max_total_timeout,
             bypass_cache=bypass_cache,
+            log_level=log_level,
         )
         return (yield from self._send(method, params, call)).outcome
 

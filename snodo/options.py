@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from snodo import __version__
 from snodo.protocol import inputs, negotiation
+from snodo.protocol.meta import check_log_level
 
 #: What ``progress=`` may be: a callable, a ``queue.Queue``, or a Pykka ``ActorRef``.
 ProgressTarget = Any
@@ -42,6 +43,12 @@ class ClientOptions:
     max_total_timeout: float | None = 600.0
     #: Use the process's response cache (``snodo.cache``) for cacheable results.
     cache: bool = False
+    #: The lowest level of the server's log messages to ask for (``snodo.server_logs``).
+    log_level: str | None = None
+    #: Where the server's log messages go: a callable, a queue or an actor (None: logging).
+    log_handler: Any = None
+    #: The server's name in logs (derived from the target by ``connect``/``direct``).
+    name: str | None = None
 
 
 #: The keywords of :func:`build_options` (and the client options of ``connect``/``direct``)
@@ -60,6 +67,7 @@ def build_options(**given: Any) -> ClientOptions:
     if not isinstance(value["cache"], bool):
         raise TypeError("cache must be True or False")
     handlers = inputs.validate_handlers(value["input_handlers"])
+    check_log_level("log_level", value["log_level"])
     check_positive_int("max_input_rounds", value["max_input_rounds"], allow_zero=True)
     check_positive_int("max_pages", value["max_pages"])
     check_timeout("timeout", value["timeout"])
@@ -77,6 +85,9 @@ def build_options(**given: Any) -> ClientOptions:
         reset_timeout_on_progress=value["reset_timeout_on_progress"],
         max_total_timeout=value["max_total_timeout"],
         cache=value["cache"],
+        log_level=value["log_level"],
+        log_handler=value["log_handler"],
+        name=value["name"],
     )
 
 
@@ -106,6 +117,8 @@ class CallOptions:
     #: The tool definition ``call_tool`` was given (HTTP derives ``Mcp-Param-*`` from it).
     tool: Mapping[str, Any] | None = None
     bypass_cache: bool = False
+    #: The lowest level of log messages to ask for during this call (2026-07-28 only).
+    log_level: str | None = None
 
     @property
     def beyond_timeout(self) -> bool:
@@ -120,6 +133,7 @@ class CallOptions:
             and self.reset_timeout_on_progress is None
             and self.max_total_timeout is None
             and self.tool is None
+            and self.log_level is None
         )
 
 
@@ -145,6 +159,7 @@ def call_options(
     max_total_timeout: float | None = None,
     tool: Mapping[str, Any] | None = None,
     bypass_cache: bool = False,
+    log_level: str | None = None,
 ) -> CallOptions:
     """The :class:`CallOptions` of one call (:data:`NO_CALL_OPTIONS` when it was given none; a
     shared record when it was given only a timeout)."""
@@ -158,6 +173,7 @@ def call_options(
         and reset_timeout_on_progress is None
         and max_total_timeout is None
         and tool is None
+        and log_level is None
     ):
         if timeout is None and not bypass_cache:
             return NO_CALL_OPTIONS
@@ -181,6 +197,7 @@ def call_options(
         max_total_timeout,
         tool,
         bypass_cache,
+        log_level,
     )
 
 

@@ -215,3 +215,57 @@ def test_later_sources_always_win(params_meta: dict[str, Any], extra: dict[str, 
             assert merged[key] == value
     if PROTOCOL_VERSION_KEY not in params_meta and PROTOCOL_VERSION_KEY not in extra:
         assert merged[PROTOCOL_VERSION_KEY] == "2026-07-28"
+
+
+def test_log_level_is_the_loglevel_key_on_2026_and_wins_over_meta() -> None:
+    """On 2026-07-28 ``log_level`` sets ``_meta["io.modelcontextprotocol/logLevel"]``."""
+    params = build_params(
+        NEW,
+        None,
+        client_info=None,
+        client_capabilities={},
+        meta={meta.LOG_LEVEL_KEY: "debug"},
+        log_level="warning",
+    )
+    assert params is not None
+    assert params["_meta"][meta.LOG_LEVEL_KEY] == "warning"
+
+
+@pytest.mark.parametrize("dialect", SESSION, ids=lambda d: d.version)
+def test_log_level_is_not_sent_on_the_session_era(dialect: Any) -> None:
+    """The session era sets the level with logging/setLevel, not per request."""
+    assert (
+        build_params(dialect, None, client_info=None, client_capabilities={}, log_level="info")
+        is None
+    )
+
+
+def test_rfc5424_levels_map_to_stdlib_levels() -> None:
+    import logging
+
+    expected = {
+        "debug": logging.DEBUG,
+        "info": logging.INFO,
+        "notice": logging.INFO,
+        "warning": logging.WARNING,
+        "error": logging.ERROR,
+        "critical": logging.CRITICAL,
+        "alert": logging.CRITICAL,
+        "emergency": logging.CRITICAL,
+    }
+    assert dict(meta.STDLIB_LEVELS) == expected
+    assert set(meta.STDLIB_LEVELS) == set(meta.LOG_LEVELS)
+    assert all(meta.stdlib_level(name) == value for name, value in expected.items())
+    assert meta.stdlib_level("loud") == logging.WARNING
+    assert meta.stdlib_level(None) == logging.WARNING
+
+
+@pytest.mark.parametrize("value", ["info", "emergency", None])
+def test_check_log_level_accepts_rfc5424_names_and_none(value: Any) -> None:
+    meta.check_log_level("log_level", value)
+
+
+@pytest.mark.parametrize("value", ["INFO", "warn", 20, True, ""])
+def test_check_log_level_refuses_anything_else(value: Any) -> None:
+    with pytest.raises(ValueError, match="log_level must be one of"):
+        meta.check_log_level("log_level", value)

@@ -174,6 +174,11 @@ class AsyncClient:
         return self.client.version
 
     @property
+    def name(self) -> str:
+        """The server's name in logs (``name=`` of ``connect``/``direct``, or derived)."""
+        return self.client.name
+
+    @property
     def dialect(self) -> Dialect:
         return self.client.dialect
 
@@ -269,6 +274,7 @@ class AsyncClient:
         max_input_rounds: int | None = None,
         reset_timeout_on_progress: bool | None = None,
         max_total_timeout: float | None = None,
+        log_level: str | None = None,
     ) -> dict[str, Any] | InputRequired:
         """``tools/call`` by name, or with the definition from ``list_tools``."""
         steps = self._steps.call_tool(
@@ -283,6 +289,7 @@ class AsyncClient:
             max_input_rounds=max_input_rounds,
             reset_timeout_on_progress=reset_timeout_on_progress,
             max_total_timeout=max_total_timeout,
+            log_level=log_level,
         )
         return await self._drive(steps)
 
@@ -298,6 +305,7 @@ class AsyncClient:
         request_state: str | None = None,
         max_input_rounds: int | None = None,
         bypass_cache: bool = False,
+        log_level: str | None = None,
     ) -> dict[str, Any] | InputRequired:
         """``resources/read``."""
         steps = self._steps.read_resource(
@@ -310,6 +318,7 @@ class AsyncClient:
             request_state=request_state,
             max_input_rounds=max_input_rounds,
             bypass_cache=bypass_cache,
+            log_level=log_level,
         )
         return await self._drive(steps)
 
@@ -325,6 +334,7 @@ class AsyncClient:
         input_responses: Mapping[str, Any] | None = None,
         request_state: str | None = None,
         max_input_rounds: int | None = None,
+        log_level: str | None = None,
     ) -> dict[str, Any] | InputRequired:
         """``prompts/get``."""
         steps = self._steps.get_prompt(
@@ -337,6 +347,7 @@ class AsyncClient:
             input_responses=input_responses,
             request_state=request_state,
             max_input_rounds=max_input_rounds,
+            log_level=log_level,
         )
         return await self._drive(steps)
 
@@ -355,6 +366,7 @@ class AsyncClient:
         reset_timeout_on_progress: bool | None = None,
         max_total_timeout: float | None = None,
         bypass_cache: bool = False,
+        log_level: str | None = None,
     ) -> dict[str, Any] | InputRequired:
         """Any request the negotiated dialect lets a client send."""
         steps = self._steps.request(
@@ -370,6 +382,7 @@ class AsyncClient:
             reset_timeout_on_progress=reset_timeout_on_progress,
             max_total_timeout=max_total_timeout,
             bypass_cache=bypass_cache,
+            log_level=log_level,
         )
         return await self._drive(steps)
 

@@ -9,6 +9,7 @@ option, and the progress token.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -35,6 +36,31 @@ LOG_LEVELS: Final = (
     "emergency",
 )
 
+#: The standard library's level for each RFC 5424 level of a ``notifications/message``.
+STDLIB_LEVELS: Final[Mapping[str, int]] = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "notice": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "alert": logging.CRITICAL,
+    "emergency": logging.CRITICAL,
+}
+
+
+def stdlib_level(level: object) -> int:
+    """The ``logging`` level of a server's log message; an unknown level logs at WARNING
+    (a server that sends one still gets heard)."""
+    found = STDLIB_LEVELS.get(level) if isinstance(level, str) else None
+    return logging.WARNING if found is None else found
+
+
+def check_log_level(name: str, value: object) -> None:
+    """Refuse anything but ``None`` or one of :data:`LOG_LEVELS`."""
+    if value is not None and (not isinstance(value, str) or value not in LOG_LEVELS):
+        raise ValueError(f"{name} must be one of {', '.join(LOG_LEVELS)} or None, got: {value!r}")
+
 
 def _mapping(value: Any, what: str) -> Mapping[str, Any]:
     if type(value) is dict:  # the common case, without the ABC check
@@ -55,6 +81,7 @@ def build_params(
     progress_token: str | int | None = None,
     input_responses: Mapping[str, Any] | None = None,
     request_state: str | None = None,
+    log_level: str | None = None,
 ) -> dict[str, Any] | None:
     """The params to send for one request: a new dict (inputs are never mutated; nested
     values below the top level of each mapping are shared, not copied).
@@ -63,6 +90,8 @@ def build_params(
     ``meta``. A ``progress_token`` next to a ``progressToken`` in ``meta`` or
     ``params["_meta"]`` is a ``ValueError``. An empty ``_meta`` is left out. On 2026-07-28 the
     result is always a dict; on session-era dialects it is ``None`` when nothing is left.
+    ``log_level`` (checked already) is the logLevel key, sent on 2026-07-28 only (the session
+    era sets the level once, with ``logging/setLevel``); it wins over one in ``meta``.
     """
     given = {} if params is None else _mapping(params, "params")
     params_meta = _mapping(given.get("_meta", {}), 'params["_meta"]')
@@ -87,6 +116,8 @@ def build_params(
     merged.update(extra_meta)
     if trace is not None:
         merged.update(_mapping(trace, "trace"))
+    if log_level is not None and dialect.stateless:
+        merged[LOG_LEVEL_KEY] = log_level
     if progress_token is not None:
         merged[PROGRESS_TOKEN_KEY] = progress_token
 
@@ -110,6 +141,9 @@ __all__ = [
     "PROGRESS_TOKEN_KEY",
     "PROTOCOL_VERSION_KEY",
     "SERVER_INFO_KEY",
+    "STDLIB_LEVELS",
     "SUBSCRIPTION_ID_KEY",
     "build_params",
+    "check_log_level",
+    "stdlib_level",
 ]

@@ -134,6 +134,8 @@ class DirectTransport(BaseTransport):
         self._runtime = runtime
         #: The session-era notifications of this connection, fanned out to subscriptions.
         self.session_events: SessionFanout = SessionFanout()
+        #: Where a request's notifications from the runtime go (``ctx.log``), made once.
+        self._notified = self.session_events.deliver
         self._peer: Peer = Peer(
             kind="direct", session=ServerSession(), server_request=self._server_request
         )
@@ -251,7 +253,7 @@ class DirectTransport(BaseTransport):
         outer = getattr(_current, "call", None)
         _current.call = call
         try:
-            response = dispatch(self._runtime, message, self._peer)
+            response = dispatch(self._runtime, message, self._peer, notify=self._notified)
         finally:
             _current.call = outer
         if call.raised is not None:
@@ -264,14 +266,14 @@ class DirectTransport(BaseTransport):
         from snodo.server import dispatch
 
         call = _TaskCall()
-        runtime, peer = self._runtime, self._peer
+        runtime, peer, notified = self._runtime, self._peer, self._notified
 
         def run() -> None:
             _current.call = call
             try:
                 outcome: tuple[str, Any] = (
                     "done",
-                    dispatch(runtime, message, peer, progress=call.progress),
+                    dispatch(runtime, message, peer, progress=call.progress, notify=notified),
                 )
             except BaseException as exc:  # contained: reported to the caller, never lost
                 outcome = ("crash", exc)

@@ -133,11 +133,16 @@ class SessionFanout:
     whose filter asked for them (``snodo.protocol.subscriptions.matches``).
 
     A session-era transport makes one in its constructor as ``session_events``, feeds it with
-    :meth:`deliver` and ends it with :meth:`end_all` when the connection ends."""
+    :meth:`deliver` and ends it with :meth:`end_all` when the connection ends. Every
+    transport feeds it each notification that is not for one call (both eras), so
+    ``on_log``, when set, receives each ``notifications/message``'s params whether or not
+    anything subscribed (it must not block and never raises: ``snodo.server_logs``)."""
 
-    __slots__ = ("_lock", "_subs", "_uris")
+    __slots__ = ("_lock", "_subs", "_uris", "on_log")
 
     def __init__(self) -> None:
+        #: Receives each ``notifications/message``'s params (set by the connection).
+        self.on_log: Callable[[object], None] | None = None
         self._lock = threading.Lock()
         # Made by the first add(): every connection has a fan-out, few ever subscribe.
         self._subs: dict[object, tuple[dict[str, Any], SubscriptionSink]] | None = None
@@ -184,7 +189,9 @@ class SessionFanout:
 
     def deliver(self, method: str, params: object) -> None:
         """A session notification: to every subscription that asked for it (params not a dict:
-        none)."""
+        none); a log message to :attr:`on_log` as well."""
+        if method == "notifications/message" and self.on_log is not None:
+            self.on_log(params)
         if not self._subs:
             return
         given = params if isinstance(params, dict) else None
