@@ -214,6 +214,7 @@ def connect(
             max_server_requests=max_server_requests,
             on_server_request=answer,
             stderr=stderr,
+            server_name=name,
         )
 
     return supervised(open_transport)

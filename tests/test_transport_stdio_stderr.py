@@ -17,8 +17,9 @@ import pytest
 import snodo
 import snodo.aio
 from snodo.protocol.stderr_tail import MAX_TAIL_BYTES, MAX_TAIL_LINES, oversized_line
+from snodo.server_logs import default_name
 from snodo.supervision import green_mode
-from snodo.transports.stdio import STDERR_LINE_BYTES, default_server_name
+from snodo.transports.stdio import STDERR_LINE_BYTES
 from tests.support import stdio_support as support
 from tests.support.stdio_support import LATEST, ROOT, wait_until
 
@@ -149,7 +150,7 @@ def test_by_default_each_line_is_logged_on_the_server_stderr_logger(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     target = serving()
-    name = f"snodo.server.{default_server_name(target)}.stderr"
+    name = f"snodo.server.{default_name(target)}.stderr"
     caplog.set_level(logging.INFO, logger=name)
     with snodo.connect(target, protocol=LATEST) as client:
         say(client, "hello from the server", "100% sure")
@@ -163,7 +164,17 @@ def test_by_default_each_line_is_logged_on_the_server_stderr_logger(
     assert [r.getMessage() for r in records] == ["hello from the server", "100% sure"]
     assert all(r.levelno == logging.INFO for r in records)
     assert records[0].pid == pid  # type: ignore[attr-defined]
-    assert records[0].server == default_server_name(target)  # type: ignore[attr-defined]
+    assert records[0].server == default_name(target)  # type: ignore[attr-defined]
+
+
+def test_the_default_logger_is_named_after_the_connection(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="snodo.server.files.stderr")
+    error = connect_error(three_lines_server(), protocol="2025-11-25", name="files")
+    assert error.data["stderr"] == THREE
+    logged = [r.getMessage() for r in caplog.records if r.name == "snodo.server.files.stderr"]
+    assert logged == THREE
 
 
 def test_a_callable_gets_each_line_and_its_exceptions_are_logged_once(
@@ -196,7 +207,7 @@ def test_a_callable_sink_gets_the_lines_of_a_server_that_exits() -> None:
 def test_a_logger_gets_each_line_at_info(caplog: pytest.LogCaptureFixture) -> None:
     logger = logging.getLogger("tests.stderr.mine")
     caplog.set_level(logging.INFO, logger="tests.stderr.mine")
-    default = f"snodo.server.{default_server_name(serving())}.stderr"
+    default = f"snodo.server.{default_name(serving())}.stderr"
     caplog.set_level(logging.INFO, logger=default)
     with snodo.connect(serving(), protocol=LATEST, stderr=logger) as client:
         say(client, "to my logger")
@@ -214,7 +225,7 @@ def test_a_file_gets_the_lines_as_they_come() -> None:
 
 
 def test_discard_keeps_and_logs_nothing(caplog: pytest.LogCaptureFixture) -> None:
-    name = f"snodo.server.{default_server_name(serving())}.stderr"
+    name = f"snodo.server.{default_name(serving())}.stderr"
     caplog.set_level(logging.INFO, logger=name)
     error = connect_error(three_lines_server(), protocol="2025-11-25", stderr="discard")
     assert error.message == "The server exited with status 1"

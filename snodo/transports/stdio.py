@@ -10,6 +10,10 @@ when no one else is (the *leader*; other callers wait on their own inbox, and th
 their responses there). With no caller waiting, the hub reads (architecture §3 allows a reader to
 complete a pending request directly; see docs/decisions/0008-stdio-io-hub.md and
 0023-stdio-leader-reading.md). Under gevent the hub always reads.
+
+The server's stderr is read by the hub too, line by line, to the ``stderr=`` sink (by default
+the logger ``snodo.server.<name>.stderr``); its last lines (``snodo.protocol.stderr_tail``) go
+into the -32000 error for a server that exited.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from snodo.protocol.exchange import (
 )
 from snodo.protocol.framing import LineFramer, Oversized
 from snodo.protocol.stderr_tail import StderrTail, is_exit_error, oversized_line, with_tail
+from snodo.server_logs import default_name
 from snodo.supervision import ChildSpec, connections, start_child, terminate_child
 from snodo.transports import process
 from snodo.transports.base import (
@@ -74,7 +79,6 @@ __all__ = [
     "TERM_WAIT",
     "WRITE_TIMEOUT",
     "StdioTransport",
-    "default_server_name",
     "stderr_mode",
 ]
 
@@ -152,7 +156,7 @@ class StdioTransport(BaseTransport):
         self.target = target
         mode = stderr_mode(stderr)
         #: The server's name in log records (``snodo.server.<name>.stderr``).
-        self.server_name = default_server_name(target) if server_name is None else server_name
+        self.server_name = default_name(target) if server_name is None else server_name
         #: The session-era notifications of this connection, fanned out to subscriptions.
         self.session_events: SessionFanout = SessionFanout()
         self._framer = LineFramer(max_line_bytes)
@@ -1026,11 +1030,6 @@ class StdioTransport(BaseTransport):
 _STDERR_DRAIN_READS = 64
 #: The ``stderr=`` strings.
 _STDERR_WORDS = ("inherit", "discard")
-
-
-def default_server_name(target: Stdio) -> str:
-    """A stdio server's name when none is given: its command's basename."""
-    return os.path.basename(target.command.rstrip("/")) or target.command
 
 
 def stderr_mode(option: Any) -> process.StderrMode:
