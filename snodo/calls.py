@@ -32,6 +32,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar, cast
 
+from snodo import telemetry
 from snodo.options import NO_CALL_OPTIONS, CallOptions, ClientOptions, ProgressTarget, check_timeout
 from snodo.protocol import errors, inputs, jsonrpc, negotiation, results
 from snodo.protocol.dialects import Dialect
@@ -344,7 +345,10 @@ def drive(steps: Steps[T]) -> T:
             if kind is Send:
                 assert isinstance(step, Send)
                 try:
-                    reply: Any = step.transport.request(step.message, step.options)
+                    if telemetry.enabled is False:
+                        reply: Any = step.transport.request(step.message, step.options)
+                    else:  # OpenTelemetry installed, or not looked for yet
+                        reply = telemetry.request(step.transport, step.message, step.options)
                 except McpError as error:
                     step = steps.throw(error)
                     continue

@@ -11,12 +11,14 @@ by name.
 from __future__ import annotations
 
 import threading
+import time
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from snodo import telemetry
 from snodo.calls import CallPipeline, Progress, Steps, drive
 from snodo.flag import Flag
 from snodo.listing import complete, end_session, list_all, list_page
@@ -75,6 +77,7 @@ class Client:
         self._closed = False
         self._close_lock = threading.Lock()
         self._close_done = Flag()
+        self._opened = time.monotonic()  # for mcp.client.session.duration (snodo.telemetry)
         self._install(transport, dialect, session)
         #: Owner, state and restarts (``snodo.lifecycle``); None for a bare client.
         self._lifecycle: Lifecycle | None = None
@@ -398,6 +401,8 @@ class Client:
                         wait = min(wait, self._options.timeout)
                     end_session(self._transport, self._session, self._traits, wait)
                 self._transport.close()
+                if telemetry.enabled is not False:
+                    telemetry.session_closed(self._transport, self._dialect.version, self._opened)
             finally:
                 self._close_done.set()
                 if lifecycle is not None:

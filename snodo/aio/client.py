@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from snodo import telemetry
 from snodo.aio.bridge import Deadlines, LoopMailbox
 from snodo.aio.requesters import SubmittedRequester, ThreadedRequester
 from snodo.aio.seam import AsyncCallbacks, AsyncRequester, settle
@@ -481,6 +482,8 @@ class AsyncClient:
             requester = AsyncHttp(transport)  # type: ignore[arg-type]
         else:
             requester = ThreadedRequester(transport, self._pool, self._mailbox)
+        if telemetry.available():  # CLIENT spans around this connection's requests
+            requester = telemetry.TracedRequester(requester, transport)
         if len(self._requesters) >= _REQUESTERS_KEPT:  # a restart replaced the oldest
             old = next(iter(self._requesters))
             stale = self._requesters.pop(old)

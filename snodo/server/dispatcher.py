@@ -13,8 +13,10 @@ exceptions never escape either (see :mod:`snodo.server.handlers` for the mapping
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
+from snodo import telemetry
 from snodo.protocol.dialects import Dialect
 from snodo.protocol.errors import (
     INVALID_REQUEST,
@@ -85,6 +87,28 @@ def dispatch(
     params = message.get("params")
     if params is None:
         params = {}
+    if telemetry.enabled is not False:  # OpenTelemetry installed, or not looked for yet
+        session = peer.session
+        return telemetry.serve(
+            partial(_request, runtime, rid, method, params, peer, progress, notify),
+            rid,
+            method,
+            params,
+            session.version if session is not None else None,
+        )
+    return _request(runtime, rid, method, params, peer, progress, notify)
+
+
+def _request(
+    runtime: Runtime,
+    rid: str | int,
+    method: str,
+    params: dict[str, Any],
+    peer: Peer,
+    progress: ProgressSink | None,
+    notify: NotifySink | None,
+) -> dict[str, Any] | None:
+    """Serve one request (``dispatch`` past the envelope check)."""
     session = peer.session
     meta = params.get("_meta")
     try:
