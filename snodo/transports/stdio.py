@@ -188,7 +188,7 @@ class StdioTransport(BaseTransport):
         self._on_lent_exit: Callable[[], None] | None = None
         self.name = f"stdio-{next(_connection_ids)}-{self._child.pid}"
         # stderr: the lines go to ``_stderr_line``; the last ones are kept for the exit error.
-        self._stderr_lock = threading.Lock()
+        self._stderr_lock = threading.RLock()  # a sink may close the connection
         self._stderr_fd = self._child.stderr
         self._stderr_line = self._stderr_sink(stderr)
         self._stderr_tail: StderrTail | None = None if mode != "pipe" else StderrTail()
