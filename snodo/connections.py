@@ -67,7 +67,8 @@ def direct(
 
     No probe: the highest allowed version the runtime enables wins, and a session-era version
     is negotiated through the runtime exactly as over a wire. ``owner``, ``restart`` and the
-    rest: as for :func:`connect` (a restart opens a new in-process connection).
+    rest: as for :func:`connect` (a restart opens a new in-process connection); ``name``
+    defaults to the runtime's name.
     """
     from snodo.transports.direct import DirectTransport
 
@@ -142,7 +143,9 @@ def connect(
     ends, the connection closes. ``restart`` ("temporary", "transient" or "permanent"),
     ``backoff``, ``max_restarts`` within ``restart_window`` seconds and ``ping_interval``
     (session era) decide what follows an end; ``on_state`` (a callable, queue or actor ref)
-    receives every ``StateChange``. See "Long-running programs" in the README.
+    receives every ``StateChange``. See "Long-running programs" in the README. ``name``
+    (derived from ``target`` by default), ``log_level`` and ``log_handler``: the server's log
+    messages (``snodo.server_logs``; "Server log messages" in the README).
     """
     from snodo.transports.targets import Http, Stdio
 

@@ -93,9 +93,9 @@ def default_name(target: object) -> str:
 
 
 def server_logger_name(name: str) -> str:
-    """The stdlib logger of server ``name``: a child of ``snodo.server`` (a dot in the name,
-    as in ``127.0.0.1:8080``, becomes ``_`` so that the name is one child, not a chain)."""
-    return f"{LOGGER_PREFIX}.{name.replace('.', '_')}"
+    """The stdlib logger of server ``name``: ``snodo.server.<name>``, the name as it is (as
+    ``snodo.server.<name>.stderr``, its stderr's logger, has it)."""
+    return f"{LOGGER_PREFIX}.{name}"
 
 
 def send_log_level(

@@ -166,12 +166,13 @@ def test_the_default_names() -> None:
         assert client.name == PYTHON.rsplit("/", 1)[-1]
 
 
-def test_a_dotted_name_is_one_child_logger(caplog: pytest.LogCaptureFixture) -> None:
+def test_a_dotted_name_is_used_as_it_is(caplog: pytest.LogCaptureFixture) -> None:
+    """``snodo.server.<name>`` with the name unchanged, as the stderr logger has it."""
     caplog.set_level(logging.INFO, logger="snodo.server")
     with snodo.direct(build(), name="a.b", log_level="info") as client:
         client.call_tool("chatty")
     assert {r.name for r in caplog.records if r.name.startswith("snodo.server.a")} == {
-        "snodo.server.a_b"
+        "snodo.server.a.b"
     }
 
 
@@ -333,7 +334,7 @@ def test_no_token_or_authorization_value_in_any_snodo_record(version: str) -> No
         root.setLevel(before)
     assert capture.records
     assert any(
-        r.name == "snodo.server.127_0_0_1:" + http.url.split(":")[2].split("/")[0]
+        r.name == "snodo.server.127.0.0.1:" + http.url.split(":")[2].split("/")[0]
         for r in capture.records
     )
     for record in capture.records:
@@ -415,3 +416,20 @@ def _toggle_and_take(client: snodo.Client, got: queue.Queue[LogMessage]) -> None
     assert message.server == "everything"
     assert message.level in LOG_LEVELS
     assert isinstance(message.data, str) and "message" in message.data
+
+
+@pytest.mark.parametrize("version", ["2025-11-25", "2025-06-18"])
+def test_log_level_to_a_server_without_logging_is_not_sent(
+    version: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """No ``logging`` capability: no ``logging/setLevel`` (it would be refused), and the
+    connection opens as usual."""
+    from snodo.server import Runtime
+
+    caplog.set_level(logging.INFO, logger="snodo.server_logs")
+    quiet = Runtime("quiet", "1.0", logging=False)
+    quiet.add_tool("noop", lambda arguments, ctx: "ok")
+    with snodo.direct(quiet, protocol=version, log_level="info") as client:
+        assert client.session is not None and "logging" not in client.session.capabilities
+        assert client.call_tool("noop")["content"][0]["text"] == "ok"
+    assert any("offers no logging" in r.getMessage() for r in caplog.records)
