@@ -42,6 +42,7 @@ from snodo.protocol.inputs import Done, InputTask
 from snodo.protocol.meta import build_params, check_log_level
 from snodo.protocol.results import InputRequired
 from snodo.protocol.trace import validate_trace_context
+from snodo.stats import CallStats
 from snodo.transports.base import (
     RequestOptions,
     ServerRequestHandler,
@@ -86,6 +87,7 @@ class CallPipeline:
         "_timed",
         "dialect",
         "options",
+        "stats",
         "transport",
     )
 
@@ -95,8 +97,11 @@ class CallPipeline:
         dialect: Dialect,
         options: ClientOptions,
         on_server_request: ServerRequestHandler | None = None,
+        stats: CallStats | None = None,
     ) -> None:
         self.transport = transport
+        #: The client's counters (``Client.stats()``); they outlive a restart's new pipeline.
+        self.stats = stats if stats is not None else CallStats()
         self.dialect = dialect
         self.options = options
         self._handlers: Handlers = options.input_handlers
@@ -197,44 +202,54 @@ class CallPipeline:
         responses = call.input_responses
         request_state = call.request_state
         retried = False
-        while True:
-            request_id = next(_ids)
-            message = jsonrpc.request(
-                request_id,
-                method,
-                build_params(
-                    dialect,
-                    params,
-                    client_info=client.client_info,
-                    client_capabilities=client.client_capabilities,
-                    meta=call.meta,
-                    trace=trace,
-                    progress_token=progress_token(request_id) if progress else None,
-                    input_responses=responses,
-                    request_state=request_state,
-                    log_level=call.log_level or client.log_level,
-                ),
-            )
-            try:
-                response = yield _new_step(Send, (transport, message, options))
-                outcome = results.interpret(dialect, method, response)
-            except McpError as error:
-                if not retried and negotiation.retries_unsupported_version(
-                    dialect.version, client.protocol, error
-                ):
-                    retried = True  # -32022 naming our version: send it once more
-                    continue
-                raise inputs.with_last(error, rounds.last) from None
-            step = inputs.next_round(rounds, outcome)
-            if isinstance(step, Done):
-                return step
-            rounds = step.state
-            responses = (
-                (yield Answer(step.tasks, self._handlers, rounds.last)) if step.tasks else None
-            )
-            request_state = step.request_state
-            if step.pause:
-                yield Pause(step.pause)
+        stats = self.stats
+        stats.sent += 1
+        try:
+            while True:
+                request_id = next(_ids)
+                message = jsonrpc.request(
+                    request_id,
+                    method,
+                    build_params(
+                        dialect,
+                        params,
+                        client_info=client.client_info,
+                        client_capabilities=client.client_capabilities,
+                        meta=call.meta,
+                        trace=trace,
+                        progress_token=progress_token(request_id) if progress else None,
+                        input_responses=responses,
+                        request_state=request_state,
+                        log_level=call.log_level or client.log_level,
+                    ),
+                )
+                try:
+                    response = yield _new_step(Send, (transport, message, options))
+                    outcome = results.interpret(dialect, method, response)
+                except McpError as error:
+                    if not retried and negotiation.retries_unsupported_version(
+                        dialect.version, client.protocol, error
+                    ):
+                        retried = True  # -32022 naming our version: send it once more
+                        continue
+                    raise inputs.with_last(error, rounds.last) from None
+                step = inputs.next_round(rounds, outcome)
+                if isinstance(step, Done):
+                    stats.completed += 1
+                    return step
+                rounds = step.state
+                responses = (
+                    (yield Answer(step.tasks, self._handlers, rounds.last)) if step.tasks else None
+                )
+                request_state = step.request_state
+                if step.pause:
+                    yield Pause(step.pause)
+        except McpError as error:
+            stats.fail(error.code)
+            raise
+        except BaseException:
+            stats.abandoned += 1  # the caller stopped waiting (cancelled, interrupted)
+            raise
 
     def listen_message(
         self,
@@ -354,7 +369,11 @@ def drive(steps: Steps[T]) -> T:
                     continue
             elif kind is Answer:
                 assert isinstance(step, Answer)
-                reply = answer_round(step.tasks, step.handlers, step.pending)
+                try:
+                    reply = answer_round(step.tasks, step.handlers, step.pending)
+                except McpError as error:
+                    step = steps.throw(error)  # the call fails with it (and counts it)
+                    continue
             elif kind is Pause:
                 assert isinstance(step, Pause)
                 _pause(step.seconds)

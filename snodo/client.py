@@ -38,9 +38,11 @@ from snodo.protocol.errors import McpError
 from snodo.protocol.inputs import Done
 from snodo.protocol.negotiation import Session
 from snodo.protocol.results import InputRequired, Page
+from snodo.stats import CallStats
 from snodo.transports.base import (
     ServerRequestHandler,
     Transport,
+    byte_counts_of,
     session_events_of,
     traits_of,
 )
@@ -78,6 +80,8 @@ class Client:
         self._close_lock = threading.Lock()
         self._close_done = Flag()
         self._opened = time.monotonic()  # for mcp.client.session.duration (snodo.telemetry)
+        #: The counters behind stats(); every pipeline this client installs adds to them.
+        self._stats = CallStats()
         self._install(transport, dialect, session)
         #: Owner, state and restarts (``snodo.lifecycle``); None for a bare client.
         self._lifecycle: Lifecycle | None = None
@@ -93,7 +97,7 @@ class Client:
 
     def _install(self, transport: Transport, dialect: Dialect, session: Session | None) -> None:
         """Send through ``transport`` from now on (at the start, and after each restart)."""
-        pipeline = CallPipeline(transport, dialect, self._options, self._answer)
+        pipeline = CallPipeline(transport, dialect, self._options, self._answer, self._stats)
         cached: CachedCalls | None = None
         if self._options.cache:
             from snodo.cached_calls import CachedCalls  # the cache is loaded only when used
@@ -150,6 +154,14 @@ class Client:
         if self._closed or self._gone or self._lifecycle is None:
             return "closed" if self._closed or self._gone else "ready"
         return self._lifecycle.state
+
+    def stats(self) -> dict[str, Any]:
+        """What the connection has done: calls sent, completed, failed by code, timed out,
+        abandoned and in flight; subscription events delivered and dropped; restarts; the
+        transport's bytes in and out (None where it has no bytes: direct). Cheap counters."""
+        lifecycle = self._lifecycle
+        restarts = lifecycle.restarted if lifecycle is not None else 0
+        return self._stats.snapshot(restarts, byte_counts_of(self._transport))
 
     def __enter__(self) -> Client:
         return self
@@ -628,6 +640,7 @@ class Client:
             is_closed=lambda: self._closed,
             session_events=session_events_of(self._transport),
             park=lifecycle.park if lifecycle is not None and lifecycle.restarts else None,
+            stats=self._stats,
         )
 
     def _observe_notification(self, method: str, params: dict[str, Any]) -> None:

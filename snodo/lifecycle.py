@@ -241,6 +241,11 @@ class Lifecycle:
         ready = yield AwaitReady(self, deadline, timeout, after)
         return cast("tuple[CallPipeline | CachedCalls, Session | None, int]", ready)
 
+    @property
+    def restarted(self) -> int:
+        """How many times the connection was opened again."""
+        return self._restarted
+
     # -- ReadySource (snodo.calls): what a call waits on --------------------------------------
 
     def ready_now(
@@ -334,6 +339,7 @@ class Lifecycle:
             negotiated.transport.close()
             raise errors.connection_error("Connection closed")
         self._client.install(negotiated)
+        self._restarted += 1
         self._watch_end(negotiated.transport)
 
     def _end_by_owner(self, error: McpError) -> None:

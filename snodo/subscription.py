@@ -29,7 +29,15 @@ from snodo.protocol import subscriptions as subs
 from snodo.protocol.dialects import Dialect
 from snodo.protocol.errors import McpError
 from snodo.protocol.negotiation import Session
-from snodo.protocol.subscriptions import Closed, Event, Gap, Notification, SubscriptionEvent
+from snodo.protocol.subscriptions import (
+    Closed,
+    Dropped,
+    Event,
+    Gap,
+    Notification,
+    SubscriptionEvent,
+)
+from snodo.stats import CallStats
 from snodo.supervision import (
     CallTimeout,
     Owner,
@@ -76,6 +84,8 @@ class ListenContext:
     park: (
         Callable[[Callable[[ListenContext | None, McpError | None], None], McpError], bool] | None
     ) = None
+    #: The client's counters: events handed to the owner, and drops (``Client.stats()``).
+    stats: CallStats | None = None
 
 
 class _Sink:
@@ -289,6 +299,7 @@ def open_subscription(
     mailbox: queue.SimpleQueue[Event] | None = None
     box: list[Any] = []
     deliver: Callable[[Event], None]
+    counters = context.stats
     if into is not None:
         deliver = into
     elif who.kind == "actor":
@@ -305,6 +316,16 @@ def open_subscription(
         pull: queue.SimpleQueue[Event] = queue.SimpleQueue()
         mailbox = pull
         deliver = pull.put
+
+    if counters is not None:
+        handed = deliver
+
+        def deliver(event: Event) -> None:
+            if isinstance(event, Notification):
+                counters.events += 1
+            elif isinstance(event, Dropped):
+                counters.dropped += event.n
+            handed(event)
 
     ref = SubscriptionStream.start(deliver, max_buffer, overflow)
     box.append(ref)

@@ -415,6 +415,10 @@ class AsyncClient:
             trace_context=trace_context,
         )
 
+    def stats(self) -> dict[str, Any]:
+        """``Client.stats()``: the connection's counters."""
+        return self.client.stats()
+
     async def aclose(self) -> None:
         """Close the connection (``Client.close``); calls in flight fail with -32000.
         Idempotent: every caller returns once it is closed."""
@@ -453,7 +457,11 @@ class AsyncClient:
                         continue
                 elif kind is Answer:
                     assert isinstance(step, Answer)
-                    reply = await self._answer_round(step)
+                    try:
+                        reply = await self._answer_round(step)
+                    except McpError as error:
+                        step = steps.throw(error)  # the call fails with it (and counts it)
+                        continue
                 elif kind is Pause:
                     assert isinstance(step, Pause)
                     await asyncio.sleep(step.seconds)

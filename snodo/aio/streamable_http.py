@@ -566,6 +566,7 @@ class AsyncHttp:
         while True:
             try:
                 chunk = await response.read()
+                self._transport.count_bytes(len(chunk), 0)
             except WireError as exc:
                 if flight.fired or deadline.expired(time.monotonic()):
                     raise deadline.error(cause=DEADLINE_CAUSE) from None
@@ -621,6 +622,7 @@ class AsyncHttp:
                     raise deadline.error(cause=DEADLINE_CAUSE)
                 try:
                     chunk = await response.read()
+                    self._transport.count_bytes(len(chunk), 0)
                     broke: str | None = None if chunk else "ended"
                 except WireError as exc:
                     chunk, broke = b"", str(exc)
@@ -860,6 +862,7 @@ class AsyncHttp:
         payload = http1.request_head(method, self._target, self._host_field, fields)
         if body:
             payload += body
+            self._transport.count_bytes(0, len(body))
         started = time.monotonic()
         deadline = Deadline.within(timeout, started)
         flight.arm(loop, deadline.ends())

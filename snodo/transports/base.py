@@ -40,6 +40,7 @@ __all__ = [
     "Transport",
     "TransportClass",
     "TransportTraits",
+    "byte_counts_of",
     "cache_identity_of",
     "named_cache_identity",
     "session_events_of",
@@ -298,6 +299,18 @@ def cache_identity_of(transport: object) -> CacheIdentity:
 def session_events_of(transport: object) -> SessionFanout | None:
     """The fan-out the transport feeds with session notifications, when it has one."""
     return getattr(transport, "session_events", None)
+
+
+def byte_counts_of(transport: object) -> tuple[int, int] | None:
+    """``(bytes_in, bytes_out)`` the transport has moved, when it counts them
+    (``byte_counts()``: stdio and HTTP do; None for direct and transports that do not)."""
+    counts = getattr(transport, "byte_counts", None)
+    if not callable(counts):
+        return None
+    value = counts()
+    if isinstance(value, tuple) and len(value) == 2:
+        return value
+    return None
 
 
 def session_id_of(transport: object) -> str | None:

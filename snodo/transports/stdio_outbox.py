@@ -55,6 +55,7 @@ class Outbox:
         "_unsent",
         "_watched",
         "_write_lock",
+        "bytes_out",
         "closed",
         "watch_used",
     )
@@ -83,6 +84,8 @@ class Outbox:
         self.watch_used = False
         self._dropped = 0  # replies dropped since the last report of the count
         self.closed = False
+        #: Bytes written to stdin (counted under the write lock: ``Client.stats()``).
+        self.bytes_out = 0
 
     def seal(self) -> None:
         """End the server's stdin without freeing its descriptor number yet: a writer still in
@@ -154,6 +157,7 @@ class Outbox:
                 if unsent:
                     payload = unsent + payload
                 process.write_all(self._fd, payload, deadline, on_block)
+                self.bytes_out += len(payload)
                 first = False
         except BrokenPipeError:
             # Usually the server has exited and the hub has not seen it yet: report the exit.
@@ -242,6 +246,7 @@ class Outbox:
         if data and not self.closed:
             try:
                 written = os.write(self._fd, data)
+                self.bytes_out += written
             except BlockingIOError:
                 pass
             except OSError:

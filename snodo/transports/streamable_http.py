@@ -185,6 +185,10 @@ class HttpTransport(BaseTransport):
         self._calls = Calls()
         #: Every credential sent, to redact from what is kept of answers (docs/decisions/0030).
         self._sent = SentCredentials(redaction.credentials(self._user_headers))
+        #: JSON-RPC bytes posted and answer bytes read (bodies; ``Client.stats()``): plain
+        #: ``+=`` on the request paths (``snodo.stats`` says why that needs no lock).
+        self.bytes_in = 0
+        self.bytes_out = 0
         self._pool.retain(self.url)  # its idle connections live while a client holds the URL
 
     # -- Transport protocol ------------------------------------------------------------------
@@ -396,6 +400,15 @@ class HttpTransport(BaseTransport):
 
     # -- cache identity (hashed; see snodo.protocol.caching) -------------------------------------
 
+    def byte_counts(self) -> tuple[int, int]:
+        """Body bytes read and posted, by this transport and its asyncio requester."""
+        return self.bytes_in, self.bytes_out
+
+    def count_bytes(self, read: int, posted: int) -> None:
+        """Add what ``snodo.aio.streamable_http.AsyncHttp`` moved for this transport."""
+        self.bytes_in += read
+        self.bytes_out += posted
+
     def cache_identity(self) -> CacheIdentity:
         """Public results are shared by the same URL, non-credential headers and TLS options;
         the private partition is that of the next request's credentials."""
@@ -527,6 +540,7 @@ class HttpTransport(BaseTransport):
         version = headers.get(MCP_PROTOCOL_VERSION)
         if version is not None:
             self._version = version
+        self.bytes_out += len(body)
         return self._send("POST", body, headers, timeout, call=call)
 
     def _post_quiet(
@@ -720,6 +734,7 @@ class HttpTransport(BaseTransport):
                         raise deadline.error(cause=_DEADLINE)
                     return b"".join(chunks)
                 total += len(chunk)
+                self.bytes_in += len(chunk)
                 if total > self.max_response_bytes:
                     response.discard()
                     raise self._too_large()
@@ -765,6 +780,7 @@ class HttpTransport(BaseTransport):
                 try:
                     chunk = response.read1(READ_SIZE)
                     broke: str | None = None if chunk else "ended"
+                    self.bytes_in += len(chunk)
                 except WireError as exc:
                     chunk, broke = b"", str(exc)
                 if broke is not None:
