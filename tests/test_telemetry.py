@@ -420,3 +420,36 @@ def test_configure_without_opentelemetry_says_what_is_missing() -> None:
 
 def test_the_global_providers_are_left_alone(otel: Telemetry) -> None:
     assert not isinstance(trace.get_tracer_provider(), TracerProvider)
+
+
+_LATE_PROVIDER = """
+import json
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+import snodo
+from snodo import telemetry
+from tests.support import client_runtime
+
+def traceparent(client):
+    return client.call_tool("show_meta", {})["structuredContent"]["meta"].get("traceparent")
+
+with snodo.direct(client_runtime.build()) as client:
+    before = traceparent(client)
+    remote = SpanContext(0xABC, 0xDEF, is_remote=True, trace_flags=TraceFlags(1))
+    with trace.use_span(NonRecordingSpan(remote)):
+        passed_on = traceparent(client)
+    telemetry.RECHECK = 0.0  # ask the API on the next call
+    trace.set_tracer_provider(TracerProvider())
+    after = traceparent(client)
+print(json.dumps({"before": before, "passed_on": passed_on, "after": after}))
+"""
+
+
+def test_without_an_sdk_a_valid_context_is_passed_on_and_a_provider_set_later_is_used() -> None:
+    seen = run_child(_LATE_PROVIDER)
+    assert seen["before"] is None
+    assert seen["passed_on"] == f"00-{0xABC:032x}-{0xDEF:016x}-01"
+    after = seen["after"]
+    assert isinstance(after, str) and after.startswith("00-")
+    assert after.split("-")[2] != f"{0xDEF:016x}"  # a span of its own
