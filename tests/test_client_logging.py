@@ -13,6 +13,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import queue
+import select
+import subprocess
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -30,6 +32,7 @@ from tests.support.stdio_support import ALL, PYTHON, ROOT, no_leaks, wait_until,
 
 RUNTIME = "tests.servers.logging_runtime:runtime"
 SDK_SERVER = ROOT / "tests" / "servers" / "sdk_logging_server.py"
+SDK_HTTP_SERVER = ROOT / "tests" / "servers" / "sdk_http_server.py"
 STATELESS = "2026-07-28"
 LEVELS = ["debug", "info", "warning", "error"]
 TRANSPORTS = ["direct", "stdio", "http"]
@@ -366,6 +369,47 @@ def test_sdk_server_honours_the_2026_log_level() -> None:
         assert drained(got) == []
         client.call_tool("chatter", log_level="warning")
         assert [m.level for m in drained(got)] == ["warning", "error"]
+
+
+@pytest.fixture(scope="module")
+def sdk_http() -> Iterator[str]:
+    """tests/servers/sdk_http_server.py --logging on 127.0.0.1: its URL."""
+    process = subprocess.Popen(
+        [PYTHON, str(SDK_HTTP_SERVER), "0", "--logging"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert process.stdout is not None
+        ready, _, _ = select.select([process.stdout], [], [], 30)
+        line = process.stdout.readline().decode() if ready else ""
+        assert line.startswith("PORT "), f"sdk_http_server.py gave no port: {line!r}"
+        yield f"http://127.0.0.1:{int(line.split()[1])}/mcp"
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(10)
+        if process.stdout is not None:
+            process.stdout.close()
+
+
+@pytest.mark.parametrize("version", ALL)
+def test_sdk_http_server_log_messages_arrive(sdk_http: str, version: str) -> None:
+    """Over Streamable HTTP the messages come on the POST's event stream, before the result."""
+    got: queue.Queue[LogMessage] = queue.Queue()
+    with snodo.connect(
+        snodo.Http(sdk_http), protocol=version, log_handler=got, log_level="debug", name="sdk"
+    ) as client:
+        assert client.call_tool("chatter")["content"][0]["text"] == "chattered"
+        messages = drained(got)
+        if version == STATELESS:
+            client.call_tool("chatter", log_level="error")
+            assert [m.level for m in drained(got)] == ["error"]
+    assert messages == [LogMessage(level, "chatter", f"at {level}", "sdk") for level in LEVELS]
 
 
 # -- @modelcontextprotocol/server-everything -------------------------------------------------

@@ -1,6 +1,6 @@
 """The SDK interop server (sdk_server.py) served over Streamable HTTP by the official SDK.
 
-    python tests/servers/sdk_http_server.py [PORT] [--legacy] [--json] [--name NAME]
+    python tests/servers/sdk_http_server.py [PORT] [--legacy] [--json] [--name NAME] [--logging]
 
 Binds 127.0.0.1:PORT (0, the default, lets the OS choose), starts ``uvicorn`` on the SDK's own
 Starlette app (``MCPServer.streamable_http_app()``: stateful, event-stream answers unless
@@ -35,6 +35,7 @@ from urllib.parse import parse_qs
 import anyio
 import uvicorn
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from sdk_logging_server import build_logging
 from sdk_server import NAME, build  # this directory is sys.path[0] when run as a script
 
 RECORD_LIMIT = 10_000
@@ -121,8 +122,11 @@ def _rpc_kind(message: Any) -> str | None:
     return "response" if "result" in message or "error" in message else None
 
 
-async def serve(port: int, *, legacy: bool, json_response: bool, name: str) -> None:
-    app = build(name).streamable_http_app(json_response=json_response)
+async def serve(
+    port: int, *, legacy: bool, json_response: bool, name: str, logging: bool = False
+) -> None:
+    server_app = build_logging(name) if logging else build(name)
+    app = server_app.streamable_http_app(json_response=json_response)
     # proto=IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets whose proto says TCP
     # (accepted sockets inherit it). With proto 0 every keep-alive response stalls ~40 ms on
     # the client's delayed ACK (the Nagle trap of the research notes, section 4E).
@@ -154,8 +158,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--legacy", action="store_true", help="serve the session era only")
     parser.add_argument("--json", action="store_true", help="JSON answers, not event streams")
     parser.add_argument("--name", default=NAME, help="the server's name")
+    parser.add_argument("--logging", action="store_true", help="add sdk_logging_server's tool")
     args = parser.parse_args(argv)
-    anyio.run(lambda: serve(args.port, legacy=args.legacy, json_response=args.json, name=args.name))
+    anyio.run(
+        lambda: serve(
+            args.port,
+            legacy=args.legacy,
+            json_response=args.json,
+            name=args.name,
+            logging=args.logging,
+        )
+    )
 
 
 if __name__ == "__main__":

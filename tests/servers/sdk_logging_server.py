@@ -1,6 +1,7 @@
 """The SDK interop server (sdk_server.py) plus a tool that logs, served over stdio (both eras).
 
     python tests/servers/sdk_logging_server.py
+    python tests/servers/sdk_http_server.py --logging     # the same over Streamable HTTP
 
 - ``chatter``: one log message at each of debug, info, warning and error (logger ``chatter``,
   data ``"at <level>"``), then returns ``"chattered"``.
@@ -12,11 +13,11 @@ as it is.
 from __future__ import annotations
 
 from mcp.server.mcpserver import Context, MCPServer
-from sdk_server import build
+from sdk_server import NAME, build
 
 
-def build_logging() -> MCPServer:
-    server = build()
+def build_logging(name: str = NAME) -> MCPServer:
+    server = build(name)
 
     @server.tool(description="Send a log message at debug, info, warning and error.")
     async def chatter(ctx: Context) -> str:
