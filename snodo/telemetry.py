@@ -7,6 +7,8 @@ context injected into ``_meta`` unless the call gave ``trace_context=``, span ev
 progress and input rounds, ``mcp.client.operation.duration`` per request and
 ``mcp.client.session.duration`` per connection; the ``Runtime`` opens a SERVER span per request
 with the context it extracts from ``_meta``. Names and attributes: ``snodo.protocol.telemetry``.
+Emits through the global providers, or those given to :func:`configure`; without an SDK the
+API records nothing, so a call only passes a valid current context on.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from snodo.log import get_logger
 from snodo.protocol import telemetry as conv
 from snodo.protocol.errors import McpError
 from snodo.protocol.meta import PROTOCOL_VERSION_KEY
@@ -25,6 +28,7 @@ from snodo.transports.targets import Http, Stdio
 
 __all__ = [
     "INSTRUMENTATION_NAME",
+    "RECHECK",
     "TracedRequester",
     "available",
     "configure",
@@ -83,6 +87,12 @@ def _load() -> None:
         from opentelemetry import context, metrics, trace
         from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
     except ImportError:
+        enabled = False
+        return
+    except Exception as exc:  # a broken install must not break the calls
+        get_logger(__name__).warning(
+            "OpenTelemetry could not be imported; no spans", error=repr(exc)
+        )
         enabled = False
         return
     _trace = trace
