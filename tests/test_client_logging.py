@@ -275,19 +275,30 @@ def test_a_bad_per_call_log_level_is_refused() -> None:
         client.call_tool("chatty", log_level="verbose")
 
 
-def test_aio_client_delivers_log_messages() -> None:
+@pytest.mark.parametrize("version", [STATELESS, "2025-11-25"])
+def test_aio_client_delivers_log_messages(served: Served, version: str) -> None:
+    """snodo.aio passes the options through: the same messages over its own HTTP driver."""
     got: queue.Queue[LogMessage] = queue.Queue()
+    options: dict[str, Any] = {"protocol": version, "log_handler": got, "log_level": "info"}
 
     async def main() -> list[str]:
-        client = await snodo.aio.direct(build(), log_handler=got, log_level="info")
+        if served.transport == "direct":
+            client = await snodo.aio.direct(build(), name="aio", **options)
+        elif served.transport == "stdio":
+            target = snodo.Stdio(PYTHON, ["-m", "snodo.server", RUNTIME])
+            client = await snodo.aio.connect(target, cwd=str(ROOT), name="aio", **options)
+        else:
+            assert served.http is not None
+            client = await snodo.aio.connect(snodo.Http(served.http.url), name="aio", **options)
         try:
-            assert client.name == "logs"
+            assert client.name == "aio"
             await client.call_tool("chatty", log_level="warning")
         finally:
             await client.aclose()
         return [m.level for m in drained(got)]
 
-    assert asyncio.run(main()) == ["warning", "error"]
+    expected = ["warning", "error"] if version == STATELESS else ["info", "warning", "error"]
+    assert asyncio.run(main()) == expected
 
 
 # -- secrets ----------------------------------------------------------------------------------
