@@ -33,6 +33,7 @@ __all__ = [
     "available",
     "configure",
     "enabled",
+    "live",
     "request",
     "serve",
     "session_closed",
@@ -78,6 +79,11 @@ def available() -> bool:
             if enabled is None:
                 _load()
     return bool(enabled)
+
+
+def live() -> bool:
+    """Whether OpenTelemetry is installed and something records (an SDK is configured)."""
+    return available() and _recording()
 
 
 def _load() -> None:

@@ -87,7 +87,7 @@ def dispatch(
     params = message.get("params")
     if params is None:
         params = {}
-    if telemetry.enabled is not False:  # OpenTelemetry installed, or not looked for yet
+    if telemetry.enabled is not False and telemetry.live():  # an SDK records spans
         session = peer.session
         return telemetry.serve(
             partial(_request, runtime, rid, method, params, peer, progress, notify),
