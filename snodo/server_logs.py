@@ -133,6 +133,7 @@ class ServerLogs:
     ``SessionFanout.on_log`` calls it with each message's params."""
 
     __slots__ = (
+        "_deliver",
         "_handler",
         "_lock",
         "_logger",
@@ -146,12 +147,16 @@ class ServerLogs:
     )
 
     def __init__(self, handler: Any, server: str) -> None:
-        if not (
-            handler is None
-            or isinstance(handler, pykka.ActorRef)
-            or callable(getattr(handler, "put_nowait", None))
-            or callable(handler)
-        ):
+        self._deliver: Callable[[LogMessage], None]
+        if handler is None:
+            self._deliver = self._to_logging
+        elif isinstance(handler, pykka.ActorRef):
+            self._deliver = self._to_actor
+        elif callable(getattr(handler, "put_nowait", None)):
+            self._deliver = self._to_queue
+        elif callable(handler):
+            self._deliver = self._hand_off
+        else:
             raise TypeError("log_handler must be a callable, a queue.Queue or a Pykka ActorRef")
         self.server = server
         self._handler = handler
@@ -161,7 +166,7 @@ class ServerLogs:
         self._pending: deque[LogMessage] = deque()
         self._worker = False
         self._warned = False
-        #: Messages handed to the handler (or logged), and messages dropped (a full queue).
+        #: Messages handed to the handler (or logged), and messages dropped (full or slow).
         self.delivered = 0
         self.dropped = 0
 
@@ -174,7 +179,8 @@ class ServerLogs:
         return transport
 
     def __call__(self, params: object) -> None:
-        """One ``notifications/message``'s params (never raises, never blocks)."""
+        """One ``notifications/message``'s params (never raises, never blocks). A level that
+        is not a string is taken as ``"info"``; a logger that is not one as None."""
         given = params if isinstance(params, dict) else {}
         level = given.get("level")
         logger = given.get("logger")
@@ -184,27 +190,10 @@ class ServerLogs:
             given.get("data"),
             self.server,
         )
-        handler = self._handler
         try:
-            if handler is None:
-                self._to_logging(message)
-            elif isinstance(handler, pykka.ActorRef):
-                handler.tell(message)
-            elif callable(getattr(handler, "put_nowait", None)):
-                try:
-                    handler.put_nowait(message)
-                except queue.Full:
-                    self._drop("log_handler queue is full: server log messages are dropped")
-                    return
-            else:
-                self._hand_off(message)
-                return
-        except pykka.ActorDeadError:
-            return
+            self._deliver(message)
         except Exception:
             _log.exception("log_handler failed", server=self.server)
-            return
-        self.delivered += 1
 
     def _to_logging(self, message: LogMessage) -> None:
         level = stdlib_level(message.level)
@@ -217,6 +206,23 @@ class ServerLogs:
             logger=message.logger,
             data=message.data,
         )
+        self.delivered += 1
+
+    def _to_actor(self, message: LogMessage) -> None:
+        try:
+            self._handler.tell(message)
+        except pykka.ActorDeadError:
+            self.dropped += 1
+            return
+        self.delivered += 1
+
+    def _to_queue(self, message: LogMessage) -> None:
+        try:
+            self._handler.put_nowait(message)
+        except queue.Full:
+            self._drop("log_handler queue is full: server log messages are dropped")
+            return
+        self.delivered += 1
 
     def _drop(self, warning: str) -> None:
         self.dropped += 1

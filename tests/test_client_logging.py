@@ -222,6 +222,37 @@ def test_a_slow_callable_does_not_hold_the_reading_thread(transport: str) -> Non
         server.close()
 
 
+def test_a_slow_callable_drops_beyond_the_bound_and_warns_once(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import snodo.server_logs
+
+    monkeypatch.setattr(snodo.server_logs, "MAX_PENDING", 3)
+    caplog.set_level(logging.WARNING, logger="snodo.server_logs")
+    release = threading.Event()
+    seen: list[LogMessage] = []
+
+    def slow(message: LogMessage) -> None:
+        release.wait(10)
+        seen.append(message)
+
+    try:
+        with snodo.direct(build(), protocol=STATELESS, log_handler=slow, log_level="info") as c:
+            assert c.call_tool("spam", {"count": 20})["content"][0]["text"] == "done"
+            release.set()
+            wait_until(
+                lambda: (
+                    len(seen) >= 3
+                    and not any(t.name == "snodo-server-logs" for t in threading.enumerate())
+                )
+            )
+    finally:
+        release.set()
+    # 3 waiting, and at most the one the worker had taken before the bound was reached
+    assert [m.data["n"] for m in seen] in ([0, 1, 2], [0, 1, 2, 3])
+    assert sum("log_handler is slow" in r.getMessage() for r in caplog.records) == 1
+
+
 def test_a_failing_callable_is_logged_and_the_call_goes_on(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
