@@ -37,6 +37,7 @@ from snodo.transports.listening import SessionFanout
 
 __all__ = [
     "LOGGER_PREFIX",
+    "MAX_NAME",
     "MAX_PENDING",
     "LogMessage",
     "ServerLogs",
