@@ -76,6 +76,7 @@ __all__ = [
     "LEAD_SPIN",
     "MAX_QUEUED_PROGRESS",
     "STDERR_LINE_BYTES",
+    "STDERR_SETTLE",
     "TERM_WAIT",
     "WRITE_TIMEOUT",
     "StdioTransport",
@@ -189,6 +190,9 @@ class StdioTransport(BaseTransport):
         self.name = f"stdio-{next(_connection_ids)}-{self._child.pid}"
         # stderr: the lines go to ``_stderr_line``; the last ones are kept for the exit error.
         self._stderr_lock = threading.RLock()  # a sink may close the connection
+        #: Signalled as the hub hands stderr over (a drain waits for a chunk it holds).
+        self._stderr_handed = threading.Condition(self._stderr_lock)
+        self._stderr_eof = False
         self._stderr_fd = self._child.stderr
         self._stderr_line = self._stderr_sink(stderr)
         self._stderr_tail: StderrTail | None = None if mode != "pipe" else StderrTail()
@@ -967,12 +971,15 @@ class StdioTransport(BaseTransport):
         return line_function
 
     def _on_stderr(self, chunk: bytes) -> None:
-        with self._stderr_lock:
+        with self._stderr_handed:
             self._stderr_lines(self._stderr_framer.feed(chunk))
+            self._stderr_handed.notify_all()
 
     def _on_stderr_eof(self) -> None:
-        with self._stderr_lock:
+        with self._stderr_handed:
             self._stderr_lines(self._stderr_framer.flush())
+            self._stderr_eof = True
+            self._stderr_handed.notify_all()
 
     def _stderr_lines(self, lines: list[bytes | Oversized]) -> None:
         """Keep and deliver stderr lines (under ``_stderr_lock``); a sink that raises is logged
@@ -1001,19 +1008,32 @@ class StdioTransport(BaseTransport):
 
     def _with_stderr_tail(self, error: McpError) -> McpError:
         """``error`` with the server's last stderr lines: what it wrote before it went is read
-        first (bounded; the hub may not have seen it yet)."""
-        with self._stderr_lock:
-            fd = self._stderr_fd
-            if fd is not None:
-                for _ in range(_STDERR_DRAIN_READS):
-                    try:
-                        chunk = os.read(fd, READ_SIZE)
-                    except (BlockingIOError, OSError):
+        first, up to stderr's end. Off the hub, a drain that finds the pipe empty waits (at most
+        ``STDERR_SETTLE``) for the hub to hand over a chunk it read a moment before, or the end;
+        on the hub there is no such chunk."""
+        on_hub = threading.current_thread() is hub().thread
+        deadline = time.monotonic() + STDERR_SETTLE
+        with self._stderr_handed:
+            reads = 0
+            while self._stderr_fd is not None and not self._stderr_eof:
+                if reads >= _STDERR_DRAIN_READS:
+                    break
+                try:
+                    chunk = os.read(self._stderr_fd, READ_SIZE)
+                except BlockingIOError:
+                    remaining = deadline - time.monotonic()
+                    if on_hub or remaining <= 0:
                         break
-                    if not chunk:
-                        self._stderr_lines(self._stderr_framer.flush())
-                        break
-                    self._stderr_lines(self._stderr_framer.feed(chunk))
+                    self._stderr_handed.wait(remaining)
+                    continue
+                except OSError:
+                    break
+                reads += 1
+                if not chunk:
+                    self._stderr_lines(self._stderr_framer.flush())
+                    self._stderr_eof = True
+                    break
+                self._stderr_lines(self._stderr_framer.feed(chunk))
             tail = self._stderr_tail
         return error if tail is None else with_tail(error, tail)
 
@@ -1028,6 +1048,9 @@ class StdioTransport(BaseTransport):
 
 #: Most reads of stderr when the server is gone (a grandchild may hold it open and write on).
 _STDERR_DRAIN_READS = 64
+#: The longest the error of a gone server waits for its last stderr lines (a grandchild that
+#: holds stderr open keeps its end from coming).
+STDERR_SETTLE = 0.5
 #: The ``stderr=`` strings.
 _STDERR_WORDS = ("inherit", "discard")
 
