@@ -389,6 +389,9 @@ def drive(steps: Steps[T]) -> T:
     except StopIteration as stop:
         result: T = stop.value
         return result
+    except BaseException:
+        steps.close()  # interrupted here (not by the steps): they end now, and count it
+        raise
 
 
 def answer_round(

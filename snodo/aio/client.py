@@ -477,6 +477,9 @@ class AsyncClient:
         except StopIteration as stop:
             result: T = stop.value
             return result
+        except BaseException:
+            steps.close()  # cancelled here (not by the steps): they end now, and count it
+            raise
 
     def _requester(self, transport: Transport) -> AsyncRequester:
         requester = self._requesters.get(transport)
