@@ -1,11 +1,34 @@
 """What the benchmark scripts share: the machine line, package versions, CPU time and /proc
-readings. (The leading underscore keeps run_all from running it.)"""
+readings, running a measurement in a subprocess, and starting and stopping a server that prints
+its port. (The leading underscore keeps run_all from running it.)"""
 
 from __future__ import annotations
 
+import gc
+import json
 import os
 import platform
+import re
+import selectors
+import statistics
+import subprocess
+import time
+from collections.abc import Callable, Sequence
 from importlib import metadata
+from typing import Any
+
+__all__ = [
+    "cpu_seconds",
+    "footprint",
+    "last_error",
+    "machine",
+    "read_port",
+    "run_json",
+    "spread",
+    "status_field",
+    "stop",
+    "version_of",
+]
 
 
 def machine() -> str:
@@ -46,3 +69,76 @@ def status_field(name: str) -> int:
             if line.startswith(name + ":"):
                 return int(line.split()[1])
     raise RuntimeError(f"no {name} in /proc/self/status")
+
+
+def footprint() -> dict[str, int]:
+    """RSS in bytes, OS threads and open file descriptors of this process, after a collection."""
+    gc.collect()
+    return {
+        "rss": status_field("VmRSS") * 1024,
+        "threads": status_field("Threads"),
+        "fds": len(os.listdir("/proc/self/fd")),
+    }
+
+
+def last_error(stderr: str, status: int) -> str:
+    """The exception line of a traceback (exception groups included), or the last line."""
+    lines = [line.strip(" |") for line in stderr.strip().splitlines()]
+    for line in reversed(lines):
+        if re.match(r"^[\w.]*(Error|Exception|Exit)\b", line):
+            return line
+    return next((line for line in reversed(lines) if line), f"exit status {status}")
+
+
+def run_json(command: list[str]) -> dict[str, Any] | str:
+    """Run one measurement; its last stdout line as JSON, or an error text."""
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    except subprocess.TimeoutExpired:
+        return "timed out after 600 s"
+    if done.returncode != 0:
+        return last_error(done.stderr, done.returncode)
+    try:
+        return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+    except (ValueError, IndexError):
+        return f"unreadable output: {done.stdout.strip()[-200:]!r}"
+
+
+def spread(samples: Sequence[float], fmt: Callable[[float], str]) -> str:
+    """min / median / max of ``samples``, each formatted by ``fmt``."""
+    return " / ".join(fmt(v) for v in (min(samples), statistics.median(samples), max(samples)))
+
+
+def read_port(process: subprocess.Popen[bytes], deadline: float) -> int:
+    """The port from the server's ``PORT <n>`` line, before ``deadline`` (monotonic)."""
+    assert process.stdout is not None
+    fd = process.stdout.fileno()
+    os.set_blocking(fd, False)
+    seen = b""
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while b"\n" not in seen:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or process.poll() is not None:
+                raise RuntimeError(f"no port (exit status {process.poll()}): {seen!r}")
+            if selector.select(remaining):
+                chunk = os.read(fd, 4096)
+                if chunk:
+                    seen += chunk
+    word, port = seen.split(b"\n", 1)[0].decode().split()
+    if word != "PORT":
+        raise RuntimeError(f"unexpected first line {seen!r}")
+    return int(port)
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    """End one server we started: SIGTERM, SIGKILL after 10 s; reap it."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(10)
+    if process.stdout is not None:
+        process.stdout.close()

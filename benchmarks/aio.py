@@ -64,9 +64,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from _common import cpu_seconds, machine, status_field, version_of
-from stdio import last_error, node_version, run_json, spread
-from streamable_http import read_port, stop
+from _common import (
+    cpu_seconds,
+    last_error,
+    machine,
+    read_port,
+    run_json,
+    spread,
+    status_field,
+    stop,
+    version_of,
+)
+from stdio import node_version
 
 __all__ = ["main"]
 

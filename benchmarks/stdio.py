@@ -37,21 +37,18 @@ idle connection.
 from __future__ import annotations
 
 import argparse
-import gc
 import json
-import os
-import re
 import shutil
 import statistics
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from _common import cpu_seconds, machine, status_field, version_of
+from _common import cpu_seconds, footprint, machine, run_json, spread, version_of
 
 HERE = Path(__file__).resolve().parent
 ECHO_SERVER = HERE / "_echo_server.py"
@@ -77,19 +74,6 @@ RATE_PAIRS = [
 ]
 TARGET_PAIRS = RATE_PAIRS[:2]
 MEMORY_CASES = ["snodo", "mcp", "ts"]
-
-
-# -- measuring this process --------------------------------------------------------------------
-
-
-def footprint() -> dict[str, int]:
-    """RSS in bytes, OS threads and open file descriptors of this process, after a collection."""
-    gc.collect()
-    return {
-        "rss": status_field("VmRSS") * 1024,
-        "threads": status_field("Threads"),
-        "fds": len(os.listdir("/proc/self/fd")),
-    }
 
 
 def server_command() -> tuple[str, list[str]]:
@@ -344,29 +328,6 @@ def node_version() -> str:
     return done.stdout.strip() or "unknown"
 
 
-def last_error(stderr: str, status: int) -> str:
-    """The exception line of a traceback (exception groups included), or the last line."""
-    lines = [line.strip(" |") for line in stderr.strip().splitlines()]
-    for line in reversed(lines):
-        if re.match(r"^[\w.]*(Error|Exception|Exit)\b", line):
-            return line
-    return next((line for line in reversed(lines) if line), f"exit status {status}")
-
-
-def run_json(command: list[str]) -> dict[str, Any] | str:
-    """Run one measurement; its last stdout line as JSON, or an error text."""
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
-    except subprocess.TimeoutExpired:
-        return "timed out after 600 s"
-    if done.returncode != 0:
-        return last_error(done.stderr, done.returncode)
-    try:
-        return dict(json.loads(done.stdout.strip().splitlines()[-1]))
-    except (ValueError, IndexError):
-        return f"unreadable output: {done.stdout.strip()[-200:]!r}"
-
-
 def measure(kind: str, case: str, args: argparse.Namespace) -> dict[str, Any] | str:
     client = RATE_CASES[case][0] if kind == "rates" else case
     if client == "ts":
@@ -375,10 +336,6 @@ def measure(kind: str, case: str, args: argparse.Namespace) -> dict[str, Any] | 
     command += ["--calls", str(args.calls), "--concurrent-calls", str(args.concurrent_calls)]
     command += ["--warmup", str(args.warmup), "--connections", str(args.connections)]
     return run_json(command)
-
-
-def spread(samples: Sequence[float], fmt: Callable[[float], str]) -> str:
-    return " / ".join(fmt(v) for v in (min(samples), statistics.median(samples), max(samples)))
 
 
 def report_rates(args: argparse.Namespace, skipped: dict[str, str]) -> bool:

@@ -63,23 +63,19 @@ connection.
 from __future__ import annotations
 
 import argparse
-import gc
 import json
-import os
-import re
-import selectors
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from _common import cpu_seconds, machine, status_field, version_of
+from _common import cpu_seconds, footprint, machine, read_port, run_json, spread, stop, version_of
 
 HERE = Path(__file__).resolve().parent
 FAST_SERVER = HERE / "_http_echo_server.py"
@@ -102,19 +98,6 @@ MEMORY_CASES = {
     "mcp": "mcp (default client: one httpx client each)",
     "mcp-shared": "mcp (one shared httpx2.AsyncClient)",
 }
-
-
-# -- measuring this process --------------------------------------------------------------------
-
-
-def footprint() -> dict[str, int]:
-    """RSS in bytes, OS threads and open file descriptors of this process, after a collection."""
-    gc.collect()
-    return {
-        "rss": status_field("VmRSS") * 1024,
-        "threads": status_field("Threads"),
-        "fds": len(os.listdir("/proc/self/fd")),
-    }
 
 
 # -- the servers (each runs in its own subprocess) -----------------------------------------------
@@ -190,41 +173,6 @@ def server_command(kind: str) -> list[str]:
     if kind == "fast":
         return [sys.executable, str(FAST_SERVER), "0"]
     return [sys.executable, __file__, "--serve", kind]
-
-
-def read_port(process: subprocess.Popen[bytes], deadline: float) -> int:
-    """The port from the server's ``PORT <n>`` line, before ``deadline`` (monotonic)."""
-    assert process.stdout is not None
-    fd = process.stdout.fileno()
-    os.set_blocking(fd, False)
-    seen = b""
-    with selectors.DefaultSelector() as selector:
-        selector.register(fd, selectors.EVENT_READ)
-        while b"\n" not in seen:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or process.poll() is not None:
-                raise RuntimeError(f"no port (exit status {process.poll()}): {seen!r}")
-            if selector.select(remaining):
-                chunk = os.read(fd, 4096)
-                if chunk:
-                    seen += chunk
-    word, port = seen.split(b"\n", 1)[0].decode().split()
-    if word != "PORT":
-        raise RuntimeError(f"unexpected first line {seen!r}")
-    return int(port)
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    """End one server we started: SIGTERM, SIGKILL after 10 s; reap it."""
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
-    if process.stdout is not None:
-        process.stdout.close()
 
 
 @contextmanager
@@ -448,29 +396,6 @@ def worker(kind: str, case: str, args: argparse.Namespace) -> int:
 # -- the driver ---------------------------------------------------------------------------------
 
 
-def last_error(stderr: str, status: int) -> str:
-    """The exception line of a traceback (exception groups included), or the last line."""
-    lines = [line.strip(" |") for line in stderr.strip().splitlines()]
-    for line in reversed(lines):
-        if re.match(r"^[\w.]*(Error|Exception|Exit)\b", line):
-            return line
-    return next((line for line in reversed(lines) if line), f"exit status {status}")
-
-
-def run_json(command: list[str]) -> dict[str, Any] | str:
-    """Run one measurement; its last stdout line as JSON, or an error text."""
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
-    except subprocess.TimeoutExpired:
-        return "timed out after 600 s"
-    if done.returncode != 0:
-        return last_error(done.stderr, done.returncode)
-    try:
-        return dict(json.loads(done.stdout.strip().splitlines()[-1]))
-    except (ValueError, IndexError):
-        return f"unreadable output: {done.stdout.strip()[-200:]!r}"
-
-
 def measure_rates(
     url: str, case: str, calls: int, concurrent_calls: int, warmup: int
 ) -> dict[str, Any] | str:
@@ -484,10 +409,6 @@ def measure_memory(url: str, case: str, connections: int) -> dict[str, Any] | st
     command = [sys.executable, __file__, "--worker", "memory", case, "--url", url]
     command += ["--connections", str(connections)]
     return run_json(command)
-
-
-def spread(samples: Sequence[float], fmt: Callable[[float], str]) -> str:
-    return " / ".join(fmt(v) for v in (min(samples), statistics.median(samples), max(samples)))
 
 
 def report_rates(args: argparse.Namespace, urls: dict[str, str]) -> bool:
