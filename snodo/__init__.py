@@ -37,6 +37,8 @@ _EXPORTS = {
     "Subscription": "snodo.subscription",
     "ConnectOptions": "snodo.transports.base",
     "LogMessage": "snodo.server_logs",
+    "Fleet": "snodo.fleet",
+    "FleetStatus": "snodo.fleet",
 }
 
 __all__ = [
@@ -46,6 +48,8 @@ __all__ = [
     "Closed",
     "ConnectOptions",
     "Dropped",
+    "Fleet",
+    "FleetStatus",
     "Gap",
     "HandlerError",
     "Http",
@@ -73,6 +77,8 @@ if TYPE_CHECKING:
     from snodo.client import Client as Client
     from snodo.connections import connect as connect
     from snodo.connections import direct as direct
+    from snodo.fleet import Fleet as Fleet
+    from snodo.fleet import FleetStatus as FleetStatus
     from snodo.protocol.dialects import SUPPORTED_VERSIONS as SUPPORTED_VERSIONS
     from snodo.protocol.errors import HandlerError as HandlerError
     from snodo.protocol.errors import McpError as McpError

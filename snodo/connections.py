@@ -62,6 +62,7 @@ def direct(
     max_restarts: int = 5,
     restart_window: float = 60.0,
     on_state: Any = None,
+    supervisor: Any = None,
 ) -> Client:
     """A client for ``runtime`` in this process: no transport, no JSON text in between.
 
@@ -92,7 +93,7 @@ def direct(
             raise
         return Negotiated(transport, dialects.get(session.version), session)
 
-    supervision = Supervision(policy, watched, open_direct, None, on_state)
+    supervision = Supervision(policy, watched, open_direct, None, on_state, supervisor)
     return _client(open_direct(), options, None, supervision)
 
 
@@ -130,6 +131,7 @@ def connect(
     restart_window: float = 60.0,
     ping_interval: float | None = None,
     on_state: Any = None,
+    supervisor: Any = None,
 ) -> Client:
     """Connect to a server and settle the protocol version before returning.
 
@@ -143,7 +145,10 @@ def connect(
     ends, the connection closes. ``restart`` ("temporary", "transient" or "permanent"),
     ``backoff``, ``max_restarts`` within ``restart_window`` seconds and ``ping_interval``
     (session era) decide what follows an end; ``on_state`` (a callable, queue or actor ref)
-    receives every ``StateChange``. See "Long-running programs" in the README. ``name``
+    receives every ``StateChange``; ``supervisor`` (a ``snodo.supervision.Supervisor`` ref; the
+    process's connections supervisor by default) is where the connection's owner runs, as a
+    ``snodo.Fleet`` puts its servers under its own. See "Long-running programs" in the README.
+    ``name``
     (derived from ``target`` by default), ``log_level`` and ``log_handler``: the server's log
     messages (``snodo.server_logs``; "Server log messages" in the README).
     """
@@ -167,7 +172,7 @@ def connect(
         def reopen() -> Negotiated:
             return negotiate(lambda: logs.attach(open_transport()), options, probe_timeout)
 
-        supervision = Supervision(policy, watched, reopen, ping_interval, on_state)
+        supervision = Supervision(policy, watched, reopen, ping_interval, on_state, supervisor)
         deliver_state(on_state, StateChange("connecting", "opening"))
         return _client(reopen(), options, answer, supervision)
 

@@ -52,6 +52,8 @@ from snodo.supervision.restarts import RestartPolicy
 from snodo.transports.base import EndReportingTransport, Transport
 
 if TYPE_CHECKING:
+    from pykka import ActorRef
+
     from snodo.cached_calls import CachedCalls
     from snodo.calls import CallPipeline, Steps
     from snodo.subscription import ListenContext
@@ -100,6 +102,8 @@ class Supervision:
     reopen: Callable[[], Negotiated] | None = None
     ping_interval: float | None = None
     on_state: StateTarget = None
+    #: The supervisor the connection's owner runs under (a fleet's own); None: ``connections()``.
+    supervisor: ActorRef[Any] | None = None
 
 
 class ClientSide(Protocol):
@@ -190,7 +194,8 @@ class Lifecycle:
             supervision.ping_interval,
         )
         spec = ChildSpec(id=self.name, start=start, restart="temporary", shutdown=5.0)
-        self._owner = start_child(connections(), spec)
+        self._parent = supervision.supervisor
+        self._owner = start_child(self._parent or connections(), spec)
         self._watch = watch(supervision.owner, self._owner_ended)
         deliver_state(supervision.on_state, StateChange("ready", "connected"))
         self._watch_end(client.transport())
@@ -294,7 +299,7 @@ class Lifecycle:
     def closed(self) -> None:
         """The client has closed its transport: stop the owner actor."""
         try:
-            terminate_child(connections(), self.name, timeout=10.0)
+            terminate_child(self._parent or connections(), self.name, timeout=10.0)
         except Exception:
             _log.debug("owner already gone", connection=self.name)
 
