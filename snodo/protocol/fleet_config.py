@@ -13,6 +13,7 @@ refused with a ``ValueError`` that names the server and the key.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -68,7 +69,11 @@ IGNORED_KEYS = frozenset(
 )
 _STDIO_KEYS = frozenset({"command", "args", "env", "cwd", "type"})
 _HTTP_KEYS = frozenset({"url", "headers", "type"})
-_HTTP_TYPES = frozenset({"http", "streamable-http", "streamableHttp"})
+#: A tuple, not a set: ``in`` must not hash the config's value (``"type": ["http"]``).
+_HTTP_TYPES = ("http", "streamable-http", "streamableHttp")
+#: ``connect()`` keywords of one transport only, refused on the other's entries.
+_STDIO_ONLY = frozenset({"stderr"})
+_HTTP_ONLY = frozenset({"verify", "ca_certs", "client_cert"})
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 _VARIABLE = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
@@ -220,13 +225,17 @@ def _server(name: Any, entry: Any, environ: Mapping[str, str]) -> ServerSpec:
             other = " (an HTTP key)" if key in _HTTP_KEYS else ""
             other = " (a stdio key)" if key in _STDIO_KEYS else other
             raise ValueError(f"{where}: unknown key {key!r}{other}")
+    for key in entry:
+        if key in (_HTTP_ONLY if transport == "stdio" else _STDIO_ONLY):
+            other = "HTTP" if transport == "stdio" else "stdio"
+            raise ValueError(f'{where}: key "{key}" applies to {other} servers only')
     options = tuple(sorted((key, entry[key]) for key in entry if key in CONNECT_KEYS))
     start = entry.get("start")
     if start not in (None, "eager", "lazy"):
         raise ValueError(f'{where}: key "start": {start!r} (expected "eager" or "lazy")')
     idle = entry.get("idle_timeout")
     if idle is not None and (
-        isinstance(idle, bool) or not isinstance(idle, (int, float)) or idle <= 0
+        isinstance(idle, bool) or not isinstance(idle, (int, float)) or not 0 < idle < math.inf
     ):
         raise ValueError(f'{where}: key "idle_timeout": {idle!r} (expected seconds > 0)')
     if idle is not None and transport != "stdio":
@@ -252,6 +261,8 @@ def _server(name: Any, entry: Any, environ: Mapping[str, str]) -> ServerSpec:
     if not isinstance(args, Sequence) or isinstance(args, str):
         raise ValueError(f'{where}: key "args": expected a list of strings')
     cwd = entry.get("cwd")
+    if cwd is not None:
+        cwd = expand(_string(cwd, where, "cwd"), environ, f'{where}: key "cwd"')
     return ServerSpec(
         name,
         "stdio",
@@ -262,7 +273,7 @@ def _server(name: Any, entry: Any, environ: Mapping[str, str]) -> ServerSpec:
             expand(_string(arg, where, "args"), environ, f'{where}: key "args"') for arg in args
         ),
         env=_pairs(entry.get("env"), environ, where, "env"),
-        cwd=None if cwd is None else expand(_string(cwd, where, "cwd"), environ, f"{where}: cwd"),
+        cwd=cwd,
         options=options,
         start=start,
         idle_timeout=idle_timeout,
@@ -289,7 +300,7 @@ def _pairs(
         if not isinstance(name, str) or not isinstance(item, str):
             raise ValueError(f"{where}: key {key!r}: {name!r} must map to a string")
         pairs.append((name, expand(item, environ, f"{where}: key {key!r} ({name})")))
-    return tuple(pairs)
+    return tuple(sorted(pairs))  # sorted: the file's order is no change on reload
 
 
 def _tool_filter(value: Any, where: str) -> ToolFilter:
