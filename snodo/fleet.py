@@ -79,9 +79,8 @@ _STALE: Mapping[str, tuple[Kind, ...]] = {
     "notifications/prompts/list_changed": ("prompts",),
     "notifications/resources/list_changed": ("resources", "resource_templates"),
 }
-#: The capability that declares each kind's list-changed notification.
-_WATCH = {"tools": "toolsListChanged", "prompts": "promptsListChanged"}
-_WATCH_RESOURCES = "resourcesListChanged"
+#: What a catalog subscription listens for.
+_WATCH = ("toolsListChanged", "promptsListChanged", "resourcesListChanged")
 #: Events asked for at once on a catalog subscription (asked again as they are used).
 _DEMAND = 256
 #: The longest ``Fleet(...)`` waits for eager starts by default.
@@ -919,7 +918,8 @@ def _pid(client: Client | None) -> int | None:
 
 
 def _declared_changes(client: Client) -> list[str]:
-    """The list-changed subscriptions the server declares (``tools.listChanged`` and so on)."""
+    """What a catalog subscription asks for: every list change, when the server declares any
+    (``tools.listChanged`` and so on); its acknowledgement says which it honours."""
     session = client.session
     if session is not None:
         capabilities = session.capabilities
@@ -928,15 +928,11 @@ def _declared_changes(client: Client) -> list[str]:
             capabilities = client.discover().get("capabilities") or {}
         except McpError:
             return []
-    declared = [
-        _WATCH[kind]
-        for kind in ("tools", "prompts")
-        if isinstance(capabilities.get(kind), Mapping) and capabilities[kind].get("listChanged")
-    ]
-    resources = capabilities.get("resources")
-    if isinstance(resources, Mapping) and resources.get("listChanged"):
-        declared.append(_WATCH_RESOURCES)
-    return declared
+    declared = any(
+        isinstance(capabilities.get(kind), Mapping) and capabilities[kind].get("listChanged")
+        for kind in ("tools", "prompts", "resources")
+    )
+    return list(_WATCH) if declared else []
 
 
 def _lister(client: Client, kind: str) -> Callable[[], list[dict[str, Any]]]:

@@ -348,7 +348,10 @@ class Lifecycle:
         self._watch_end(negotiated.transport)
 
     def _end_by_owner(self, error: McpError) -> None:
-        self._client.end(error)
+        try:
+            self._client.end(error)
+        except McpError:
+            pass  # the client was collected meanwhile: nothing is left to end
 
     def _changed(self, change: StateChange) -> None:
         resume: list[Resume] = []
