@@ -156,3 +156,54 @@ def test_aio_example_runs_every_step_on_both_eras() -> None:
         assert f"{version}: deploy (coroutine handler) -> deployed" in lines, done.stdout
         assert f"{version}: cancelled one call; the next says 'still here'" in lines
     assert lines[-1] == "subscription: async for gave 3 updates", done.stdout
+
+
+def test_fleet_example_serves_routes_reloads_and_closes() -> None:
+    """Fleets: examples/fleet.py loads examples/fleet.json (a lazy server, tool filters), routes
+    calls by qualified name, reloads (the unchanged server keeps its pid) and closes."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "fleet.py")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    tables: list[dict[str, list[str]]] = []  # each status table: server -> its cells
+    in_table = False
+    for line in lines:
+        cells = line.split()
+        if cells[:2] == ["server", "state"]:
+            tables.append({})
+            in_table = True
+        elif in_table and len(cells) == 9 and cells[2] in ("stdio", "http"):
+            tables[-1][cells[0]] = cells
+        else:
+            in_table = False
+    assert len(tables) == 3, done.stdout
+    assert lines[0] == "started: <snodo.Fleet 1/2 ready>", done.stdout
+    assert tables[0]["main"][1:4] == ["ready", "stdio", "2026-07-28"], tables[0]
+    assert tables[0]["jobs"][1:] == ["stopped", "stdio", "-", "0", "-", "-", "-", "-"], tables[0]
+    assert "tools: jobs_add, jobs_echo, jobs_slow_count, main_add, main_echo" in lines
+    assert "main_add is {'server': 'main', 'name': 'add'}" in lines, done.stdout
+    assert "routed call main_add: {'sum': 5}" in lines, done.stdout
+    assert "routed call jobs_echo: hello, fleet" in lines, done.stdout
+    refused = [line for line in lines if line.startswith("main_slow_count refused (-32602):")]
+    assert len(refused) == 1 and "not allowed by the fleet config" in refused[0], done.stdout
+    assert 'fleet["jobs"]: version 2025-11-25, counted to 3' in lines, done.stdout
+    assert tables[1]["jobs"][1:3] == ["ready", "stdio"], tables[1]
+    assert tables[1]["jobs"][6] == "3" and tables[1]["main"][6] == "2", tables[1]
+    reload = "reload: added ['extra'], removed ['jobs'], changed [], unchanged ['main']"
+    assert reload in lines, done.stdout
+    assert "main kept its process: True" in lines, done.stdout
+    assert tables[2]["main"][5] == tables[0]["main"][5], done.stdout
+    assert set(tables[2]) == {"main", "extra"}, tables[2]
+    assert "tools: extra_echo, main_add, main_echo" in lines, done.stdout
+    assert lines[-1] == "closed: <snodo.Fleet 0/2 ready closed>", done.stdout
+    for table in tables:
+        for row in table.values():
+            if row[5] != "-":
+                with pytest.raises(ProcessLookupError):  # close() ended every server process
+                    os.kill(int(row[5]), 0)
