@@ -113,9 +113,9 @@ def test_a_stdio_entry_needs_no_args() -> None:
     assert (spec.command, spec.args, spec.env, spec.cwd) == ("my-server", (), (), None)
 
 
-@pytest.mark.parametrize("kind", ["http", "streamable-http", None])
+@pytest.mark.parametrize("kind", ["http", "streamable-http", "streamableHttp", None])
 def test_an_http_entry_with_or_without_type(kind: str | None) -> None:
-    """``type`` "http" or "streamable-http" (or none: a ``url`` says HTTP) is an HTTP entry."""
+    """``type`` "http", "streamable-http" (or "streamableHttp") or none: a ``url`` is HTTP."""
     entry: dict[str, Any] = {"url": "https://docs.example/mcp", "headers": {"X-A": "b"}}
     if kind is not None:
         entry["type"] = kind
