@@ -39,6 +39,7 @@ from snodo.protocol.fleet_config import (
     qualify,
     split_qualified,
 )
+from snodo.protocol.headers import tool_param_headers
 from snodo.protocol.subscriptions import Dropped, Gap, Notification
 from snodo.subscription import open_subscription
 from snodo.supervision import (
@@ -241,10 +242,13 @@ class Fleet:
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._members: dict[str, _Member] = {}
-        #: (kind, qualified name or URI) -> the member and the server's own item.
-        self._routes: dict[tuple[Kind, str], tuple[_Member, dict[str, Any]]] = {}
+        #: (kind, qualified name or URI) -> the member, the server's own name (or the URI) and
+        #: the definition a call needs (None: by name).
+        self._routes: dict[tuple[Kind, str], tuple[_Member, str, dict[str, Any] | None]] = {}
         #: Names and URIs more than one server gives, with those servers.
         self._shared: dict[tuple[Kind, str], list[str]] = {}
+        #: Set by every catalog or state change; the next lookup rebuilds the routes once.
+        self._routes_stale = False
         self._closed = False
         self._name = f"fleet-{next(_fleet_ids)}"
         self._jobs = _Jobs(max_parallel_starts, f"snodo-{self._name}")
@@ -391,7 +395,7 @@ class Fleet:
                 fresh.append(member)
             # Keep the config's order.
             self._members = {spec.name: self._members[spec.name] for spec in specs}
-            self._rebuild_routes()
+            self._routes_stale = True
         for member in gone:
             self._stop(member, "stopped")
         self._start_eager(fresh, START_WAIT)
@@ -445,6 +449,9 @@ class Fleet:
             key = target.get("uri" if kind == "resources" else "name")
         else:
             key = target
+        if self._routes_stale:
+            with self._lock:
+                self._rebuild_routes()
         if kind == "resources" and (kind, key) in self._shared:
             servers = ", ".join(self._shared[kind, key])  # type: ignore[index]
             raise errors.invalid_params(
@@ -459,8 +466,7 @@ class Fleet:
                     f"No server in the fleet listed the resource {key!r}: pass server="
                 )
         if route is not None:
-            member, item = route
-            return member, item["uri" if kind == "resources" else "name"], item
+            return route
         if not isinstance(key, str):
             raise errors.invalid_params(f"A {kind[:-1]} name is a string, not {key!r}")
         split = split_qualified(key, list(self._members), self._separator)
@@ -480,7 +486,7 @@ class Fleet:
         """The routing table from every ready member's catalog (with the lock held). A name two
         servers give goes to the first in config order (logged once); a URI two servers list
         needs ``server=``."""
-        routes: dict[tuple[Kind, str], tuple[_Member, dict[str, Any]]] = {}
+        routes: dict[tuple[Kind, str], tuple[_Member, str, dict[str, Any] | None]] = {}
         shared: dict[tuple[Kind, str], list[str]] = {}
         for member in self._members.values():
             if member.catalog is None or member.state not in ("ready", "idle"):
@@ -492,7 +498,7 @@ class Fleet:
                         first = routes[kind, key][0].spec.name
                         shared.setdefault((kind, key), [first]).append(member.spec.name)
                         continue
-                    routes[kind, key] = (member, item["original"])
+                    routes[kind, key] = (member, item["own"], item["definition"])
         for (kind, key), servers in shared.items():
             if kind in ("tools", "prompts") and (kind, key) not in self._shared:
                 _log.warning(
@@ -500,6 +506,7 @@ class Fleet:
                 )
         self._routes = routes
         self._shared = shared
+        self._routes_stale = False
 
     def _list(self, kind: Kind) -> list[dict[str, Any]]:
         self._load(kind)
@@ -619,7 +626,7 @@ class Fleet:
             member.error = None
             member.last_success = time.monotonic()
             member.seen_calls, member.active_at = -1, time.monotonic()
-            self._rebuild_routes()
+            self._routes_stale = True
             self._changed.notify_all()
         _log.info("server ready", server=spec.name, version=client.version)
 
@@ -667,7 +674,7 @@ class Fleet:
                 member.state = state
             if state != "idle":
                 member.catalog = None
-            self._rebuild_routes()
+            self._routes_stale = True
             self._changed.notify_all()
         if refresh is not None:
             refresh.cancel()
@@ -728,8 +735,9 @@ class Fleet:
             elif change.state == "closed":
                 member.state = "failed"
                 member.error = change.error or errors.connection_error("Connection closed")
+                member.restarts += member.client.stats()["restarts"] if member.client else 0
                 member.client = None
-            self._rebuild_routes()
+            self._routes_stale = True
             self._changed.notify_all()
             stale = change.state == "ready"
         if stale:
@@ -839,7 +847,7 @@ class Fleet:
             catalog.update(listed)
             member.catalog = catalog
             member.last_success = time.monotonic()
-            self._rebuild_routes()
+            self._routes_stale = True
         _log.debug("catalog listed", server=member.spec.name, kinds=list(listed))
 
     def _entry(self, member: _Member, kind: str, item: dict[str, Any]) -> dict[str, Any]:
@@ -853,7 +861,11 @@ class Fleet:
         else:
             shown["fleet"] = {"server": server}
             key = item.get("uri") if kind == "resources" else item.get("uriTemplate")
-        return {"item": shown, "fleet_key": key, "original": item}
+        # Only an HTTP call with Mcp-Param-* headers needs the definition; by name, a call
+        # takes the client's shared options (decision 0037: the routed-call cost).
+        needed = kind == "tools" and member.spec.transport == "http" and tool_param_headers(item)
+        own = item["name"] if kind in ("tools", "prompts") else key
+        return {"item": shown, "fleet_key": key, "own": own, "definition": item if needed else None}
 
     # -- idle servers -------------------------------------------------------------------------
 
