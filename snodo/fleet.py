@@ -294,7 +294,8 @@ class Fleet:
 
     def status(self) -> FleetStatus:
         """Per server: state, transport, negotiated version, restarts, pid, number of tools
-        (None until listed), seconds since its last success, and its last error."""
+        (None until listed), seconds since its last success (ready, a listing, or a routed
+        call answered), and its last error."""
         now = time.monotonic()
         status = FleetStatus()
         with self._lock:
@@ -347,7 +348,9 @@ class Fleet:
         with every option of ``Client.call_tool``."""
         member, name, definition = self._route("tools", tool)
         client = self._ready_client(member)
-        return client.call_tool(name if definition is None else definition, arguments, **options)
+        result = client.call_tool(name if definition is None else definition, arguments, **options)
+        member.last_success = time.monotonic()
+        return result
 
     def get_prompt(
         self,
@@ -357,7 +360,9 @@ class Fleet:
     ) -> dict[str, Any] | InputRequired:
         """Get a prompt by its qualified name on its server (options: as ``Client.get_prompt``)."""
         member, name, _ = self._route("prompts", prompt)
-        return self._ready_client(member).get_prompt(name, arguments, **options)
+        result = self._ready_client(member).get_prompt(name, arguments, **options)
+        member.last_success = time.monotonic()
+        return result
 
     def read_resource(
         self, uri: str, *, server: str | None = None, **options: Any
@@ -371,7 +376,9 @@ class Fleet:
             if found is None:
                 raise errors.invalid_params(f"No server named {server!r} in the fleet")
             member = found
-        return self._ready_client(member).read_resource(uri, **options)
+        result = self._ready_client(member).read_resource(uri, **options)
+        member.last_success = time.monotonic()
+        return result
 
     # -- reload and close ---------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -91,6 +92,9 @@ def test_an_eager_fleet_is_ready_with_one_catalog_under_qualified_names() -> Non
         result = fleet.call_tool(by_name["a_touch"], {"kind": "prompts"}, timeout=5.0)
         assert isinstance(result, dict)
         assert result["content"][0]["text"] == "prompts"
+        before = time.monotonic()
+        fleet.call_tool("b_pid", {})
+        assert fleet.status()["b"]["since_success"] <= time.monotonic() - before
         assert isinstance(fleet["a"], snodo.Client)
         assert fleet["a"].version == LATEST
         assert set(fleet) == {"a", "b"}
