@@ -382,6 +382,20 @@ class Fleet:
 
     # -- reload and close ---------------------------------------------------------------------
 
+    def restart(self, name: str, *, wait: float = START_WAIT) -> None:
+        """Stop the server ``name`` if it runs and start it again (a failed one too, with its
+        restart intensity reset); returns once it is ready or failed, within ``wait``."""
+        member = self._members.get(name)
+        if member is None:
+            raise KeyError(name)
+        if member.state == "disabled":
+            raise errors.connection_error(f"Server {name!r} is disabled in the config")
+        self._stop(member, "stopped")
+        with self._lock:
+            member.start_failures = ()
+        self._begin(member)
+        self._settle([member], wait)
+
     def reload(self, config: Mapping[str, Any]) -> dict[str, list[str]]:
         """Start added servers, stop removed ones, restart changed ones, leave the rest as they
         are (an unchanged server keeps its connection and pid). Returns what it did."""
@@ -569,9 +583,13 @@ class Fleet:
         ]
         for member in eager:
             self._begin(member)
+        self._settle(eager, wait)
+
+    def _settle(self, members: list[_Member], wait: float) -> None:
+        """Wait until none of ``members`` is starting, within ``wait`` seconds."""
         deadline = time.monotonic() + wait
         with self._lock:
-            while any(member.state == "starting" for member in eager) and not self._closed:
+            while any(member.state == "starting" for member in members) and not self._closed:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     break

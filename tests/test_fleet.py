@@ -321,6 +321,13 @@ def test_a_temporary_server_that_ends_is_failed_and_the_others_serve() -> None:
             fleet.call_tool("a_pid", {})
         assert "not available" in down.value.message
         assert reported_pid(fleet, "b") == pid_of(fleet, "b")
+        # An operator starts it again.
+        fleet.restart("a")
+        assert fleet.status()["a"]["state"] == "ready"
+        assert fleet.status()["a"]["error"] is None
+        assert reported_pid(fleet, "a") == pid_of(fleet, "a")
+        with pytest.raises(KeyError):
+            fleet.restart("nobody")
 
 
 def test_close_is_bounded_and_idempotent() -> None:
