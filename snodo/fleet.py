@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from snodo.connections import connect, restart_policy
 from snodo.log import get_logger
-from snodo.options import check_positive_int, check_timeout
+from snodo.options import OPTION_DEFAULTS, build_options, check_positive_int, check_timeout
 from snodo.protocol import errors
 from snodo.protocol.errors import McpError
 from snodo.protocol.fleet_config import (
@@ -53,7 +53,7 @@ from snodo.supervision import (
     stop,
 )
 from snodo.supervision.restarts import RestartAfter, decide
-from snodo.transports.stdio import StdioTransport
+from snodo.transports.stdio import StdioTransport, stderr_mode
 from snodo.transports.targets import Http, Stdio
 
 if TYPE_CHECKING:
@@ -233,8 +233,9 @@ class Fleet:
         if not isinstance(separator, str) or not separator:
             raise ValueError("separator must be a non-empty string")
         self._environ = os.environ if environ is None else environ
-        specs = parse_config(config, self._environ)
+        specs = _checked(parse_config(config, self._environ))
         self._start = start
+        self._start_wait = start_wait
         self._idle_timeout = idle_timeout
         self._separator = separator
         self._debounce = debounce
@@ -399,7 +400,7 @@ class Fleet:
     def reload(self, config: Mapping[str, Any]) -> dict[str, list[str]]:
         """Start added servers, stop removed ones, restart changed ones, leave the rest as they
         are (an unchanged server keeps its connection and pid). Returns what it did."""
-        specs = parse_config(config, self._environ)
+        specs = _checked(parse_config(config, self._environ))
         with self._lock:
             if self._closed:
                 raise errors.connection_error("The fleet is closed")
@@ -419,7 +420,7 @@ class Fleet:
             self._routes_stale = True
         for member in gone:
             self._stop(member, "stopped")
-        self._start_eager(fresh, START_WAIT)
+        self._start_eager(fresh, self._start_wait)
         return {
             "added": list(plan.added),
             "removed": list(plan.removed),
@@ -629,8 +630,11 @@ class Fleet:
         except McpError as error:
             self._start_failed(member, generation, error)
             return
-        except (OSError, ValueError, TypeError) as error:
+        except OSError as error:
             self._start_failed(member, generation, errors.connection_error(str(error)))
+            return
+        except (ValueError, TypeError) as error:  # what the entry says cannot work: no retry
+            self._start_failed(member, generation, errors.connection_error(str(error)), final=True)
             return
         with self._lock:
             current = member.generation == generation and not self._closed
@@ -655,8 +659,11 @@ class Fleet:
             self._changed.notify_all()
         _log.info("server ready", server=spec.name, version=client.version)
 
-    def _start_failed(self, member: _Member, generation: int, error: McpError) -> None:
-        """A start failed: try again after the backoff while the restart policy allows."""
+    def _start_failed(
+        self, member: _Member, generation: int, error: McpError, *, final: bool = False
+    ) -> None:
+        """A start failed: try again after the backoff while the restart policy allows (never
+        when ``final``)."""
         spec = member.spec
         options = dict(spec.options)
         _log.warning("server failed to start", server=spec.name, error=str(error))
@@ -671,7 +678,7 @@ class Fleet:
                 options.get("restart_window", 60.0),
             )
             verdict = decide(policy, member.start_failures, True, time.monotonic(), random.random())
-            if self._closed or not isinstance(verdict, RestartAfter):
+            if final or self._closed or not isinstance(verdict, RestartAfter):
                 member.state = "failed"
                 self._changed.notify_all()
                 return
@@ -934,6 +941,31 @@ class Fleet:
 
 
 # -- small pieces -----------------------------------------------------------------------------
+
+
+def _checked(specs: tuple[ServerSpec, ...]) -> tuple[ServerSpec, ...]:
+    """Refuse an entry whose ``connect()`` keywords ``connect`` would refuse, naming the server,
+    before anything starts (the checks are ``connect``'s own)."""
+    for spec in specs:
+        options = dict(spec.options)
+        try:
+            build_options(**{key: options[key] for key in options if key in OPTION_DEFAULTS})
+            check_timeout("probe_timeout", options.get("probe_timeout", 10.0), optional=False)
+            check_timeout("ping_interval", options.get("ping_interval"))
+            for key in ("max_server_requests", "max_response_bytes"):
+                if key in options:
+                    check_positive_int(key, options[key])
+            restart_policy(
+                options.get("restart", "transient"),
+                options.get("backoff"),
+                options.get("max_restarts", 5),
+                options.get("restart_window", 60.0),
+            )
+            if "stderr" in options:
+                stderr_mode(options["stderr"])
+        except (ValueError, TypeError, McpError) as error:
+            raise ValueError(f"server {spec.name!r}: {error}") from None
+    return specs
 
 
 def _start_supervisor(name: str) -> ActorRef[Any]:

@@ -340,3 +340,15 @@ def test_close_is_bounded_and_idempotent() -> None:
     with pytest.raises(McpError, match="closed"):
         fleet.call_tool("a_pid", {})
     assert "closed" in repr(fleet)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("timeout", "soon"), ("max_restarts", -1), ("protocol", "1999-01-01"), ("cache", "yes")],
+)
+def test_a_bad_connect_option_value_is_refused_before_anything_starts(key: str, value: Any) -> None:
+    before = children()
+    with pytest.raises(ValueError, match=r"server 'b'.*") as refused:
+        snodo.Fleet({"a": stdio(), "b": stdio(**{key: value})})
+    assert key in str(refused.value) or "protocol" in str(refused.value)
+    assert not children() - before

@@ -673,3 +673,15 @@ def test_key_order_in_the_file_is_no_change() -> None:
 def test_ignored_keys_are_no_change() -> None:
     plan = plan_reload(specs({"git": GIT}), specs({"git": {**GIT, "autoApprove": ["status"]}}))
     assert plan.unchanged == ("git",)
+
+
+def test_vs_code_mcp_json_is_read_by_its_servers_key() -> None:
+    config = {
+        "inputs": [{"id": "token", "type": "promptString"}],
+        "servers": {"git": {"type": "stdio", "command": "uvx", "args": ["mcp-server-git"]}},
+    }
+    (spec,) = parse_config(config, {})
+    assert (spec.name, spec.command, spec.args) == ("git", "uvx", ("mcp-server-git",))
+    # A server that happens to be named "servers" is still a server of the plain form.
+    (named,) = parse_config({"servers": {"command": "x"}}, {})
+    assert (named.name, named.command) == ("servers", "x")

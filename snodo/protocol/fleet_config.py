@@ -74,6 +74,7 @@ _HTTP_TYPES = ("http", "streamable-http", "streamableHttp")
 #: ``connect()`` keywords of one transport only, refused on the other's entries.
 _STDIO_ONLY = frozenset({"stderr"})
 _HTTP_ONLY = frozenset({"verify", "ca_certs", "client_cert"})
+_VSCODE_KEYS = frozenset({"servers", "inputs"})
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 _VARIABLE = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
@@ -138,14 +139,25 @@ class Reload:
 
 
 def parse_config(config: Mapping[str, Any], environ: Mapping[str, str]) -> tuple[ServerSpec, ...]:
-    """Every server of ``config`` (``{"mcpServers": {...}}`` or the inner mapping), in order,
+    """Every server of ``config`` (``{"mcpServers": {...}}``, VS Code's ``{"servers": {...}}``,
+    or the inner mapping), in order,
     with ``${VAR}``, ``${VAR:-default}`` and ``${env:VAR}`` expanded from ``environ``."""
     if not isinstance(config, Mapping):
         raise ValueError(f"a fleet config is a mapping, not {type(config).__name__}")
-    servers = config.get("mcpServers", config) if "mcpServers" in config else config
+    if "mcpServers" in config:
+        servers = config["mcpServers"]
+    elif set(config) <= _VSCODE_KEYS and _entries(config.get("servers")):
+        servers = config["servers"]  # VS Code's mcp.json: {"servers": {...}, "inputs": [...]}
+    else:
+        servers = config
     if not isinstance(servers, Mapping):
         raise ValueError('"mcpServers" must be a mapping of server names to server entries')
     return tuple(_server(name, entry, environ) for name, entry in servers.items())
+
+
+def _entries(value: Any) -> bool:
+    """Whether ``value`` is a mapping of names to entries (VS Code's "servers")."""
+    return isinstance(value, Mapping) and all(isinstance(v, Mapping) for v in value.values())
 
 
 def expand(value: str, environ: Mapping[str, str], where: str) -> str:
