@@ -472,17 +472,18 @@ class Fleet:
         else:
             key = target
         if self._routes_stale:
-            with self._lock:
-                self._rebuild_routes()
-        if kind == "resources" and (kind, key) in self._shared:
-            servers = ", ".join(self._shared[kind, key])  # type: ignore[index]
-            raise errors.invalid_params(
-                f"The resource {key!r} is listed by several servers ({servers}): pass server="
-            )
+            self._fresh_routes()
         route = self._routes.get((kind, key))  # type: ignore[arg-type]
-        if route is None and kind == "resources":
-            self._list("resources")
-            route = self._routes.get((kind, key))  # type: ignore[arg-type]
+        if kind == "resources":
+            if route is None and (kind, key) not in self._shared:
+                self._list("resources")  # the first use: list them, then look again
+                self._fresh_routes()
+                route = self._routes.get((kind, key))  # type: ignore[arg-type]
+            if (kind, key) in self._shared:
+                servers = ", ".join(self._shared[kind, key])  # type: ignore[index]
+                raise errors.invalid_params(
+                    f"The resource {key!r} is listed by several servers ({servers}): pass server="
+                )
             if route is None:
                 raise errors.invalid_params(
                     f"No server in the fleet listed the resource {key!r}: pass server="
@@ -503,6 +504,11 @@ class Fleet:
                 f"The tool {split[1]!r} of server {split[0]!r} is not allowed by the fleet config"
             )
         return member, split[1], None
+
+    def _fresh_routes(self) -> None:
+        with self._lock:
+            if self._routes_stale:
+                self._rebuild_routes()
 
     def _rebuild_routes(self) -> None:
         """The routing table from every ready member's catalog (with the lock held). A name two
@@ -643,13 +649,28 @@ class Fleet:
         if not current:
             client.close()
             return
+        failure: McpError | None = None
         try:
             self._refresh(member, ("tools",))
         except McpError as error:
+            failure = error
             _log.info("listing tools failed", server=spec.name, error=str(error))
         self._watch(member, client)
         with self._lock:
             if member.generation != generation or member.state != "starting":
+                return
+            # What the connection went through while it was starting (its on_state changes
+            # were the start's own until now); the client's state is set before each change.
+            now = client.state
+            if now != "ready":
+                member.state = "failed" if now == "closed" else "restarting"
+                member.error = failure or errors.connection_error(
+                    "The connection ended while the fleet started it"
+                )
+                if now == "closed":
+                    member.client = None
+                self._routes_stale = True
+                self._changed.notify_all()
                 return
             member.state = "ready"
             member.error = None
