@@ -196,6 +196,14 @@ def with_outcome(error: McpError, outcome: str) -> McpError:
     return McpError(error.code, error.message, marked, kind=error.kind, cause=error.cause)
 
 
+def too_large_error(limit: int, what: str = "The response") -> McpError:
+    """-32000 for an answer (or ``what``) over ``max_response_bytes``: HTTP and stdio alike."""
+    return connection_error(
+        f"{what} is larger than max_response_bytes ({limit})",
+        cause=("max_response_bytes", limit),
+    )
+
+
 def broken_response_error(reason: str, *, cause: Any = None) -> McpError:
     """-32000 for an answer to our request that is not a valid JSON-RPC response (for instance
     both "result" and "error"): the call fails at once instead of waiting for its timeout."""
@@ -232,5 +240,6 @@ __all__ = [
     "method_not_found",
     "outcome_unknown_error",
     "timeout_error",
+    "too_large_error",
     "with_outcome",
 ]

@@ -33,7 +33,7 @@ from snodo.auth import (
 from snodo.interruptible import Task
 from snodo.log import get_logger
 from snodo.protocol import caching, errors, jsonrpc, redaction, streamable
-from snodo.protocol.errors import McpError
+from snodo.protocol.errors import McpError, too_large_error
 from snodo.protocol.exchange import Deadline, is_progress_for, server_request_reply
 from snodo.protocol.headers import (
     MCP_PROTOCOL_VERSION,
@@ -882,14 +882,6 @@ class HttpTransport(BaseTransport):
             raise errors.connection_error(
                 "Could not send the answer to a server request", cause=("server_request", error)
             ) from None
-
-
-def too_large_error(limit: int, what: str = "The response") -> McpError:
-    """-32000 for an answer (or ``what``) over ``max_response_bytes``."""
-    return errors.connection_error(
-        f"{what} is larger than max_response_bytes ({limit})",
-        cause=("max_response_bytes", limit),
-    )
 
 
 def wire_failure(url: str, exc: Exception, deadline: Deadline, fired: bool = False) -> McpError:
