@@ -181,40 +181,105 @@ class Client:
         return ClientSteps(self)
 
     def discover(
-        self, *, timeout: float | None = None, bypass_cache: bool = False
+        self,
+        *,
+        timeout: float | None = None,
+        meta: Mapping[str, Any] | None = None,
+        trace_context: Mapping[str, Any] | None = None,
+        bypass_cache: bool = False,
     ) -> dict[str, Any]:
         """``server/discover`` (2026-07-28; refused with -32601 on session-era connections)."""
-        return drive(self._discover(timeout=timeout, bypass_cache=bypass_cache))
+        return drive(
+            self._discover(
+                timeout=timeout, meta=meta, trace_context=trace_context, bypass_cache=bypass_cache
+            )
+        )
 
-    def ping(self, *, timeout: float | None = None) -> dict[str, Any]:
+    def ping(
+        self,
+        *,
+        timeout: float | None = None,
+        meta: Mapping[str, Any] | None = None,
+        trace_context: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
         """``ping`` (session era)."""
-        return drive(self._ping_steps(timeout=timeout))
+        return drive(self._ping_steps(timeout=timeout, meta=meta, trace_context=trace_context))
 
     def list_tools(
-        self, *, timeout: float | None = None, bypass_cache: bool = False
+        self,
+        *,
+        timeout: float | None = None,
+        meta: Mapping[str, Any] | None = None,
+        trace_context: Mapping[str, Any] | None = None,
+        bypass_cache: bool = False,
     ) -> list[dict[str, Any]]:
         """Every tool, following ``nextCursor`` to the end."""
-        return drive(self._list("tools/list", timeout=timeout, bypass_cache=bypass_cache))
+        return drive(
+            self._list(
+                "tools/list",
+                timeout=timeout,
+                meta=meta,
+                trace_context=trace_context,
+                bypass_cache=bypass_cache,
+            )
+        )
 
     def list_resources(
-        self, *, timeout: float | None = None, bypass_cache: bool = False
+        self,
+        *,
+        timeout: float | None = None,
+        meta: Mapping[str, Any] | None = None,
+        trace_context: Mapping[str, Any] | None = None,
+        bypass_cache: bool = False,
     ) -> list[dict[str, Any]]:
         """Every resource, following ``nextCursor`` to the end."""
-        return drive(self._list("resources/list", timeout=timeout, bypass_cache=bypass_cache))
+        return drive(
+            self._list(
+                "resources/list",
+                timeout=timeout,
+                meta=meta,
+                trace_context=trace_context,
+                bypass_cache=bypass_cache,
+            )
+        )
 
     def list_resource_templates(
-        self, *, timeout: float | None = None, bypass_cache: bool = False
+        self,
+        *,
+        timeout: float | None = None,
+        meta: Mapping[str, Any] | None = None,
+        trace_context: Mapping[str, Any] | None = None,
+        bypass_cache: bool = False,
     ) -> list[dict[str, Any]]:
         """Every resource template, following ``nextCursor`` to the end."""
         return drive(
-            self._list("resources/templates/list", timeout=timeout, bypass_cache=bypass_cache)
+            self._list(
+                "resources/templates/list",
+                timeout=timeout,
+                meta=meta,
+                trace_context=trace_context,
+                bypass_cache=bypass_cache,
+            )
         )
 
     def list_prompts(
-        self, *, timeout: float | None = None, bypass_cache: bool = False
+        self,
+        *,
+        timeout: float | None = None,
+        meta: Mapping[str, Any] | None = None,
+        trace_context: Mapping[str, Any] | None = None,
+        bypass_cache: bool = False,
     ) -> list[dict[str, Any]]:
         """Every prompt, following ``nextCursor`` to the end."""
-        return drive(self._list("prompts/list", timeout=timeout, bypass_cache=bypass_cache))
+        return drive(
+            self._list(
+                "prompts/list",
+                timeout=timeout,
+                meta=meta,
+                trace_context=trace_context,
+                bypass_cache=bypass_cache,
+            )
+        )
 
     def list_page(
         self,
@@ -222,10 +287,21 @@ class Client:
         cursor: str | None = None,
         *,
         timeout: float | None = None,
+        meta: Mapping[str, Any] | None = None,
+        trace_context: Mapping[str, Any] | None = None,
         bypass_cache: bool = False,
     ) -> Page:
         """One page of ``kind`` ("tools", "resources", "resource_templates", "prompts")."""
-        return drive(self._list_page(kind, cursor, timeout=timeout, bypass_cache=bypass_cache))
+        return drive(
+            self._list_page(
+                kind,
+                cursor,
+                timeout=timeout,
+                meta=meta,
+                trace_context=trace_context,
+                bypass_cache=bypass_cache,
+            )
+        )
 
     def call_tool(
         self,
@@ -435,22 +511,43 @@ class Client:
         assert self._lifecycle is not None
         return self._lifecycle.send(self._options, method, params, call)
 
-    def _discover(self, *, timeout: float | None, bypass_cache: bool) -> Steps[dict[str, Any]]:
+    def _discover(
+        self,
+        *,
+        timeout: float | None = None,
+        meta: Mapping[str, Any] | None = None,
+        trace_context: Mapping[str, Any] | None = None,
+        bypass_cache: bool = False,
+    ) -> Steps[dict[str, Any]]:
         self._dialect.check_client_request("server/discover")
-        call = call_options(timeout, bypass_cache=bypass_cache)
+        call = call_options(timeout, None, meta, trace_context, bypass_cache=bypass_cache)
         return complete((yield from self._send("server/discover", None, call)).outcome)
 
-    def _ping_steps(self, *, timeout: float | None) -> Steps[dict[str, Any]]:
+    def _ping_steps(
+        self,
+        *,
+        timeout: float | None = None,
+        meta: Mapping[str, Any] | None = None,
+        trace_context: Mapping[str, Any] | None = None,
+    ) -> Steps[dict[str, Any]]:
         self._dialect.check_client_request("ping")
-        return complete((yield from self._send("ping", None, call_options(timeout))).outcome)
+        call = call_options(timeout, None, meta, trace_context)
+        return complete((yield from self._send("ping", None, call)).outcome)
 
     def _list_page(
-        self, kind: str, cursor: str | None, *, timeout: float | None, bypass_cache: bool
+        self,
+        kind: str,
+        cursor: str | None = None,
+        *,
+        timeout: float | None = None,
+        meta: Mapping[str, Any] | None = None,
+        trace_context: Mapping[str, Any] | None = None,
+        bypass_cache: bool = False,
     ) -> Steps[Page]:
         method = LIST_KINDS.get(kind)
         if method is None:
             raise ValueError(f"unknown list kind {kind!r}; expected one of {sorted(LIST_KINDS)}")
-        call = call_options(timeout, bypass_cache=bypass_cache)
+        call = call_options(timeout, None, meta, trace_context, bypass_cache=bypass_cache)
         return (yield from list_page(self._send, method, cursor, call, self._traits.header_policy))
 
     def _call_tool(
@@ -600,9 +697,16 @@ class Client:
         return (yield from self._send(method, params, call)).outcome
 
     def _list(
-        self, method: str, *, timeout: float | None, bypass_cache: bool
+        self,
+        method: str,
+        *,
+        timeout: float | None = None,
+        meta: Mapping[str, Any] | None = None,
+        trace_context: Mapping[str, Any] | None = None,
+        bypass_cache: bool = False,
     ) -> Steps[list[dict[str, Any]]]:
-        return (yield from self._list_all(method, call_options(timeout, bypass_cache=bypass_cache)))
+        call = call_options(timeout, None, meta, trace_context, bypass_cache=bypass_cache)
+        return (yield from self._list_all(method, call))
 
     def _current(self) -> tuple[CallPipeline | CachedCalls, Session | None]:
         """What a call runs now and the session it runs in (read together, for restarts)."""

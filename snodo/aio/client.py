@@ -212,41 +212,85 @@ class AsyncClient:
     # -- calls (the sync client's steps, driven here) -----------------------------------------
 
     async def discover(
-        self, *, timeout: float | None = None, bypass_cache: bool = False
+        self,
+        *,
+        timeout: float | None = None,
+        meta: Mapping[str, Any] | None = None,
+        trace_context: Mapping[str, Any] | None = None,
+        bypass_cache: bool = False,
     ) -> dict[str, Any]:
         """``server/discover`` (2026-07-28)."""
-        return await self._drive(self._steps.discover(timeout=timeout, bypass_cache=bypass_cache))
+        steps = self._steps.discover(
+            timeout=timeout, meta=meta, trace_context=trace_context, bypass_cache=bypass_cache
+        )
+        return await self._drive(steps)
 
-    async def ping(self, *, timeout: float | None = None) -> dict[str, Any]:
+    async def ping(
+        self,
+        *,
+        timeout: float | None = None,
+        meta: Mapping[str, Any] | None = None,
+        trace_context: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
         """``ping`` (session era)."""
-        return await self._drive(self._steps.ping(timeout=timeout))
+        return await self._drive(
+            self._steps.ping(timeout=timeout, meta=meta, trace_context=trace_context)
+        )
 
     async def list_tools(
-        self, *, timeout: float | None = None, bypass_cache: bool = False
+        self,
+        *,
+        timeout: float | None = None,
+        meta: Mapping[str, Any] | None = None,
+        trace_context: Mapping[str, Any] | None = None,
+        bypass_cache: bool = False,
     ) -> list[dict[str, Any]]:
         """Every tool, following ``nextCursor`` to the end."""
-        steps = self._steps.list_tools(timeout=timeout, bypass_cache=bypass_cache)
+        steps = self._steps.list_tools(
+            timeout=timeout, meta=meta, trace_context=trace_context, bypass_cache=bypass_cache
+        )
         return await self._drive(steps)
 
     async def list_resources(
-        self, *, timeout: float | None = None, bypass_cache: bool = False
+        self,
+        *,
+        timeout: float | None = None,
+        meta: Mapping[str, Any] | None = None,
+        trace_context: Mapping[str, Any] | None = None,
+        bypass_cache: bool = False,
     ) -> list[dict[str, Any]]:
         """Every resource, following ``nextCursor`` to the end."""
-        steps = self._steps.list_resources(timeout=timeout, bypass_cache=bypass_cache)
+        steps = self._steps.list_resources(
+            timeout=timeout, meta=meta, trace_context=trace_context, bypass_cache=bypass_cache
+        )
         return await self._drive(steps)
 
     async def list_resource_templates(
-        self, *, timeout: float | None = None, bypass_cache: bool = False
+        self,
+        *,
+        timeout: float | None = None,
+        meta: Mapping[str, Any] | None = None,
+        trace_context: Mapping[str, Any] | None = None,
+        bypass_cache: bool = False,
     ) -> list[dict[str, Any]]:
         """Every resource template, following ``nextCursor`` to the end."""
-        steps = self._steps.list_resource_templates(timeout=timeout, bypass_cache=bypass_cache)
+        steps = self._steps.list_resource_templates(
+            timeout=timeout, meta=meta, trace_context=trace_context, bypass_cache=bypass_cache
+        )
         return await self._drive(steps)
 
     async def list_prompts(
-        self, *, timeout: float | None = None, bypass_cache: bool = False
+        self,
+        *,
+        timeout: float | None = None,
+        meta: Mapping[str, Any] | None = None,
+        trace_context: Mapping[str, Any] | None = None,
+        bypass_cache: bool = False,
     ) -> list[dict[str, Any]]:
         """Every prompt, following ``nextCursor`` to the end."""
-        steps = self._steps.list_prompts(timeout=timeout, bypass_cache=bypass_cache)
+        steps = self._steps.list_prompts(
+            timeout=timeout, meta=meta, trace_context=trace_context, bypass_cache=bypass_cache
+        )
         return await self._drive(steps)
 
     async def list_page(
@@ -255,10 +299,19 @@ class AsyncClient:
         cursor: str | None = None,
         *,
         timeout: float | None = None,
+        meta: Mapping[str, Any] | None = None,
+        trace_context: Mapping[str, Any] | None = None,
         bypass_cache: bool = False,
     ) -> Page:
         """One page of ``kind`` ("tools", "resources", "resource_templates", "prompts")."""
-        steps = self._steps.list_page(kind, cursor, timeout=timeout, bypass_cache=bypass_cache)
+        steps = self._steps.list_page(
+            kind,
+            cursor,
+            timeout=timeout,
+            meta=meta,
+            trace_context=trace_context,
+            bypass_cache=bypass_cache,
+        )
         return await self._drive(steps)
 
     async def call_tool(
