@@ -505,7 +505,6 @@ def test_a_crashing_server_restarts_until_failed_while_the_others_serve(
         if crasher["state"] == "failed" and rounds > 3:
             break
         assert time.monotonic() < deadline, f"the crasher never failed: {seen}\n{status}"
-    assert seen[0][0] == "ready", seen
     assert any(state == "restarting" or restarts > 0 for state, restarts in seen), seen
     crashers = starts(world.crasher_starts)
     assert len(crashers) == CRASHER_RESTARTS + 1, (crashers, seen)
