@@ -1224,6 +1224,13 @@ def _greenlets() -> int:
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
+def _rest_or_reset(live: Live) -> list[Event]:
+    try:
+        return live.rest()
+    except ConnectionResetError:
+        return []
+
+
 def test_close_ends_streams_and_leaves_nothing_behind(
     start: Callable[..., HttpServer], probe: Probe
 ) -> None:
@@ -1254,8 +1261,14 @@ def test_close_ends_streams_and_leaves_nothing_behind(
     server.close()
     assert time.monotonic() - began < 5.0
     assert probe.outcomes.get(timeout=DEADLINE)[1] == "cancelled"
-    assert listening.rest() == [] and running.rest() == []
-    assert idle.sock is not None and idle.sock.recv(1) == b""  # the server closed it
+    # The server closed each one: an end of stream, or a reset when the kernel had bytes of
+    # ours unread on its side (a race of the close under load, seen on CI).
+    assert _rest_or_reset(listening) == [] and _rest_or_reset(running) == []
+    assert idle.sock is not None
+    try:
+        assert idle.sock.recv(1) == b""
+    except ConnectionResetError:
+        pass
     for conn in (listening, running):
         conn.close()
     idle.close()
