@@ -502,7 +502,9 @@ def test_a_crashing_server_restarts_until_failed_while_the_others_serve(
         if not seen or seen[-1] != (crasher["state"], crasher["restarts"]):
             seen.append((crasher["state"], crasher["restarts"]))
         assert [status[name]["state"] for name in GOOD] == ["ready"] * len(GOOD), status
-        if crasher["state"] == "failed" and rounds > 3:
+        if crasher["state"] == "ready":  # its pid is one of the processes it started
+            assert crasher["pid"] in starts(world.crasher_starts), crasher
+        if crasher["state"] == "failed":
             break
         assert time.monotonic() < deadline, f"the crasher never failed: {seen}\n{status}"
     assert any(state == "restarting" or restarts > 0 for state, restarts in seen), seen
