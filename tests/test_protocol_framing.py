@@ -10,10 +10,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from snodo.protocol.framing import DEFAULT_MAX_LINE_BYTES, LineFramer, Oversized
+from snodo.protocol.framing import (
+    DEFAULT_MAX_LINE_BYTES,
+    OVERSIZED_EDGE_BYTES,
+    LineFramer,
+    Oversized,
+)
 
 BOM = b"\xef\xbb\xbf"
 Event = bytes | Oversized
+
+
+def _over(raw: bytes) -> Oversized:
+    """The event for the discarded raw line ``raw``: its size and its two edges."""
+    return Oversized(len(raw), raw[:OVERSIZED_EDGE_BYTES], raw[-OVERSIZED_EDGE_BYTES:])
 
 
 def _feed_all(framer: LineFramer, chunks: list[bytes]) -> list[Event]:
@@ -28,7 +38,7 @@ def _oracle(stream: bytes, limit: int) -> list[Event]:
     events: list[Event] = []
     for raw in stream.split(b"\n"):
         if len(raw) > limit:
-            events.append(Oversized(len(raw)))
+            events.append(_over(raw))
             continue
         line = raw[:-1] if raw.endswith(b"\r") else raw
         line = line[3:] if line.startswith(BOM) else line
@@ -101,7 +111,7 @@ def test_one_byte_at_a_time() -> None:
 def test_a_line_of_exactly_the_limit_passes_and_one_byte_more_is_oversized() -> None:
     """The limit is inclusive; a longer line becomes one Oversized with its size."""
     framer = LineFramer(8)
-    assert framer.feed(b"12345678\n123456789\nok\n") == [b"12345678", Oversized(9), b"ok"]
+    assert framer.feed(b"12345678\n123456789\nok\n") == [b"12345678", _over(b"123456789"), b"ok"]
 
 
 def test_an_oversized_line_is_discarded_as_it_arrives_and_later_lines_arrive() -> None:
@@ -114,27 +124,28 @@ def test_an_oversized_line_is_discarded_as_it_arrives_and_later_lines_arrive() -
     for _ in range(50):
         assert framer.feed(b"y" * 700) == []
         assert framer.buffered == 0  # dropped, not held
-    assert framer.feed(b"zz\n" + b'{"id":2}\n') == [Oversized(600 + 50 * 700 + 2), b'{"id":2}']
+    line = b"x" * 600 + b"y" * 50 * 700 + b"zz"
+    assert framer.feed(b"zz\n" + b'{"id":2}\n') == [_over(line), b'{"id":2}']
     assert framer.feed(b'{"id":3}\n') == [b'{"id":3}']
 
 
 def test_an_oversized_line_inside_one_chunk_is_reported() -> None:
     framer = LineFramer(4)
-    assert framer.feed(b"ab\nabcdefgh\ncd\n") == [b"ab", Oversized(8), b"cd"]
+    assert framer.feed(b"ab\nabcdefgh\ncd\n") == [b"ab", _over(b"abcdefgh"), b"cd"]
 
 
 def test_an_oversized_line_at_eof_is_reported_by_flush() -> None:
     framer = LineFramer(4)
     assert framer.feed(b"ok\n123") == [b"ok"]
     assert framer.feed(b"45") == []
-    assert framer.flush() == [Oversized(5)]
+    assert framer.flush() == [_over(b"12345")]
     assert framer.buffered == 0
 
 
 def test_the_limit_counts_cr_and_bom_bytes() -> None:
     """The raw line (CR and BOM included) is measured, so the outcome never depends on chunking."""
     framer = LineFramer(4)
-    assert framer.feed(b"abcd\r\n" + BOM + b"ab\n") == [Oversized(5), Oversized(5)]
+    assert framer.feed(b"abcd\r\n" + BOM + b"ab\n") == [_over(b"abcd\r"), _over(BOM + b"ab")]
 
 
 @settings(max_examples=300)
@@ -164,6 +175,42 @@ def test_memory_never_exceeds_the_limit_between_feeds(
         assert framer.buffered <= limit
     framer.flush()
     assert framer.buffered == 0
+
+
+# Long lines, so that an oversized line's edges are shorter than the line.
+_long_piece = st.sampled_from([b"a" * 300, b"b" * 700, b"{", b"\n", b"\r", BOM, b"c"])
+_long_stream = st.lists(_long_piece, max_size=20).map(b"".join)
+
+
+@settings(max_examples=200)
+@given(
+    _long_stream,
+    st.lists(st.integers(min_value=0, max_value=20_000), max_size=20),
+    st.integers(100, 3000),
+)
+def test_the_edges_of_long_oversized_lines_do_not_depend_on_chunking(
+    stream: bytes, cuts: list[int], limit: int
+) -> None:
+    """An oversized line's head and tail are its first and last OVERSIZED_EDGE_BYTES bytes,
+    however the line was chunked."""
+    expected = _oracle(stream, limit)
+    assert _feed_all(LineFramer(limit), [stream]) == expected
+    assert _feed_all(LineFramer(limit), _chunk(stream, cuts)) == expected
+    pieces = [stream[i : i + 97] for i in range(0, len(stream), 97)]
+    assert _feed_all(LineFramer(limit), pieces) == expected
+
+
+def test_an_oversized_line_keeps_its_first_and_last_bytes() -> None:
+    """The id of an oversized response is in its first bytes or its last: both are kept."""
+    framer = LineFramer(4096)
+    head = b'{"jsonrpc":"2.0","id":7,"result":{"text":"'
+    tail = b'"},"jsonrpc":"2.0","id":7}'
+    events = framer.feed(head + b"x" * 10_000) + framer.feed(b"x" * 10_000 + tail + b"\n")
+    (event,) = events
+    assert isinstance(event, Oversized)
+    assert event.size == len(head) + 20_000 + len(tail)
+    assert event.head.startswith(head) and len(event.head) == OVERSIZED_EDGE_BYTES
+    assert event.tail.endswith(tail) and len(event.tail) == OVERSIZED_EDGE_BYTES
 
 
 _line = st.binary(max_size=40).filter(

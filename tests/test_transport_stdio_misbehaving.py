@@ -11,15 +11,18 @@ and every test checks how long the failure took.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import snodo
+import snodo.aio
 from tests.support import stdio_support as support
 from tests.support.stdio_support import (
     ALL,
@@ -47,6 +50,15 @@ def text_of(result: Any) -> str:
 
 def tool_call_ids(log: Path) -> list[Any]:
     return [m["id"] for m in support.read_messages(log) if m.get("method") == "tools/call"]
+
+
+def background(call: Any) -> Future[Any]:
+    """``call()`` on a thread of its own; its result or error comes from the future."""
+    pool = ThreadPoolExecutor(1)
+    try:
+        return pool.submit(call)
+    finally:
+        pool.shutdown(wait=False)
 
 
 def cancelled_for(log: Path, request_id: Any) -> dict[str, Any]:
@@ -96,21 +108,75 @@ def test_a_late_response_to_an_abandoned_request_is_dropped(tmp_path: Path, vers
         assert text_of(client.call_tool("echo", {"text": "still fine"})) == "still fine"
 
 
-def test_an_oversized_line_is_refused_and_later_responses_arrive(tmp_path: Path) -> None:
-    """max_response_bytes: a response line over the limit is refused (that request times out,
-    since its id is never read); responses within the limit, before and after, arrive."""
-    target, _ = scripted(tmp_path, "broken_oversized.py")
+@pytest.mark.parametrize("order", ["id_first", "id_last"])
+def test_an_oversized_answer_fails_its_call_at_once(tmp_path: Path, order: str) -> None:
+    """max_response_bytes (issue 18 item 3): a response line over the limit fails its call at
+    once with -32000 and cause ("max_response_bytes", limit), as over HTTP, whether its id comes
+    first (the Python SDK) or last (the TypeScript SDK); a call in flight meanwhile is still
+    answered, and later calls on the connection are too."""
+    target, log = scripted(tmp_path, "broken_oversized.py")
     with snodo.connect(target, protocol=LATEST, max_response_bytes=4096) as client:
-        assert len(text_of(client.call_tool("big", {"bytes": 3000}))) > 2900
+        assert len(text_of(client.call_tool("big", {"bytes": 3000, "order": order}))) > 2900
+        waiting = background(lambda: client.call_tool("never", {}, timeout=30.0))
+        (other,) = support.wait_until(lambda: tool_call_ids(log)[1:])
         started = time.monotonic()
         with pytest.raises(snodo.McpError) as caught:
-            client.call_tool("big", {"bytes": MiB}, timeout=1.0)
-        assert caught.value.code == -32001
-        assert caught.value.data == {"timeoutMs": 1000}
+            client.call_tool("big", {"bytes": MiB, "order": order}, timeout=20.0)
         assert elapsed(started) < 5.0
+        assert caught.value.code == -32000
+        assert caught.value.cause == ("max_response_bytes", 4096)
+        assert "max_response_bytes (4096)" in caught.value.message
+        answer = client.call_tool("respond_for", {"id": other})
+        assert text_of(answer) == f"answered for {other}"
+        assert text_of(waiting.result(10.0)) == "a late answer"
         for i in range(3):
             assert text_of(client.call_tool("echo", {"text": f"after {i}"})) == f"after {i}"
         assert len(text_of(client.call_tool("big", {"bytes": 3000}))) > 2900
+
+
+def test_an_oversized_line_whose_id_cannot_be_read_times_out_saying_so(tmp_path: Path) -> None:
+    """An oversized line with its id in neither kept edge answers no call that can be named:
+    it is dropped, the calls waiting then are not failed (one is answered later), and the one
+    that times out says that such a line was dropped while it waited (docs/decisions/0038)."""
+    target, log = scripted(tmp_path, "broken_oversized.py")
+    with snodo.connect(target, protocol=LATEST, max_response_bytes=4096) as client:
+        waiting = background(lambda: client.call_tool("never", {}, timeout=30.0))
+        (other,) = support.wait_until(lambda: tool_call_ids(log))
+        started = time.monotonic()
+        with pytest.raises(snodo.McpError) as caught:
+            client.call_tool("big", {"bytes": MiB, "order": "hidden"}, timeout=1.0)
+        assert elapsed(started) < 5.0
+        assert caught.value.code == -32001
+        assert caught.value.data == {"timeoutMs": 1000}
+        assert caught.value.message.startswith("Request timed out")
+        assert "over max_response_bytes (4096)" in caught.value.message
+        assert "could not be read" in caught.value.message
+        answer = client.call_tool("respond_for", {"id": other})
+        assert text_of(answer) == f"answered for {other}"
+        assert text_of(waiting.result(10.0)) == "a late answer"
+        with pytest.raises(snodo.McpError) as plain:
+            client.call_tool("never", {}, timeout=0.2)  # not waiting then: a plain timeout
+        assert plain.value.message == "Request timed out"
+        assert text_of(client.call_tool("echo", {"text": "after"})) == "after"
+
+
+def test_an_oversized_answer_fails_its_call_on_the_async_client(tmp_path: Path) -> None:
+    """snodo.aio over stdio (submitted requests): the same -32000 at once."""
+    target, _ = scripted(tmp_path, "broken_oversized.py")
+
+    async def main() -> None:
+        client = await snodo.aio.connect(target, protocol=LATEST, max_response_bytes=4096)
+        try:
+            started = time.monotonic()
+            with pytest.raises(snodo.McpError) as caught:
+                await client.call_tool("big", {"bytes": MiB}, timeout=20.0)
+            assert elapsed(started) < 5.0
+            assert (caught.value.code, caught.value.cause) == (-32000, ("max_response_bytes", 4096))
+            assert text_of(await client.call_tool("echo", {"text": "next"})) == "next"
+        finally:
+            await client.aclose()
+
+    asyncio.run(main())
 
 
 def test_a_large_response_within_the_limit_arrives_whole(tmp_path: Path) -> None:
@@ -135,8 +201,8 @@ def test_an_oversized_line_is_not_buffered(tmp_path: Path) -> None:
         support.reset_peak_rss()
         before = support.rss_bytes()
         with pytest.raises(snodo.McpError) as caught:
-            client.call_tool("big", {"bytes": 64 * MiB}, timeout=0.5)
-        assert caught.value.code == -32001
+            client.call_tool("big", {"bytes": 64 * MiB}, timeout=30.0)
+        assert caught.value.cause == ("max_response_bytes", 4096)
         # The server writes the whole line before it reads the next request, so this answer
         # arrives only after the client has read past the 64 MiB line.
         assert text_of(client.call_tool("echo", {"text": "after"}, timeout=30.0)) == "after"

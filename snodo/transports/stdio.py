@@ -36,7 +36,7 @@ from snodo.flag import Flag
 from snodo.log import WarningLimiter, get_logger
 from snodo.protocol import errors, jsonrpc
 from snodo.protocol import subscriptions as subs
-from snodo.protocol.errors import McpError
+from snodo.protocol.errors import McpError, too_large_error
 from snodo.protocol.exchange import (
     Deadline,
     answered_without_handler,
@@ -46,6 +46,7 @@ from snodo.protocol.exchange import (
     server_request_reply,
 )
 from snodo.protocol.framing import LineFramer, Oversized
+from snodo.protocol.oversized import answered_id, timeout_after_dropped_line
 from snodo.protocol.stderr_tail import StderrTail, is_exit_error, oversized_line, with_tail
 from snodo.server_logs import default_name
 from snodo.supervision import ChildSpec, connections, start_child, terminate_child
@@ -166,6 +167,9 @@ class StdioTransport(BaseTransport):
         self._listens: dict[Any, StreamRoute] = {}  # open subscriptions by listen id
         self._lock = threading.Lock()
         self._warnings = WarningLimiter()
+        #: The requests waiting when an oversized line whose id could not be read was dropped,
+        #: with its size (their timeout says so; replaced at each such line).
+        self._dropped_for: dict[Any, int] = {}
         self._lost: McpError | None = None
         self._closed = False
         self._close_started = False
@@ -651,7 +655,11 @@ class StdioTransport(BaseTransport):
 
     def _timed_out(self, request_id: Any, deadline: Deadline) -> dict[str, Any]:
         self._cancel(request_id, "Request timed out")
-        raise deadline.error()
+        error = deadline.error()
+        size = self._dropped_for.pop(request_id, None) if self._dropped_for else None
+        if size is not None:
+            error = timeout_after_dropped_line(error, size, self._framer.max_line_bytes)
+        raise error
 
     def _cancel(self, request_id: Any, reason: str) -> None:
         with self._lock:
@@ -690,13 +698,7 @@ class StdioTransport(BaseTransport):
 
     def _on_line(self, line: bytes | Oversized) -> None:
         if isinstance(line, Oversized):
-            self._warnings.log(
-                _log.warning,
-                "oversized",
-                "refused an oversized line from the server",
-                connection=self.name,
-                size=line.size,
-            )
+            self._on_oversized(line)
             return
         try:
             message = jsonrpc.decode(line)
@@ -729,17 +731,56 @@ class StdioTransport(BaseTransport):
             line=line[:200],
         )
 
-    def _fail_call(self, request_id: Any, reason: str) -> bool:
-        """Fail the pending call (or subscription) ``request_id`` with -32000 for an invalid
-        response; False if nothing waits on that id."""
+    def _on_oversized(self, line: Oversized) -> None:
+        """A line over ``max_response_bytes``: the call it answers fails -32000 at once; when
+        no waiting call can be named (docs/decisions/0038), the requests waiting now are marked,
+        so that a timeout among them says a line was dropped."""
+        limit = self._framer.max_line_bytes
+        request_id = answered_id(line)
+        if request_id is not None and self._fail_pending(request_id, too_large_error(limit)):
+            self._warnings.log(
+                _log.warning,
+                "oversized",
+                "failed a call on a response over max_response_bytes",
+                connection=self.name,
+                id=request_id,
+                size=line.size,
+            )
+            return
+        self._warnings.log(
+            _log.warning,
+            "oversized",
+            "refused an oversized line from the server",
+            connection=self.name,
+            size=line.size,
+            id=request_id,
+        )
+        if request_id is None:
+            with self._lock:
+                self._dropped_for = dict.fromkeys(self._pending, line.size)
+
+    def _fail_pending(self, request_id: Any, error: McpError) -> bool:
+        """Fail the pending call (or subscription) ``request_id`` with ``error``; False if
+        nothing waits on that id."""
         with self._lock:
             call = self._pending.pop(request_id, None)
             if call is not None:
                 self._followers.discard(call)
             route = self._listens.pop(request_id, None) if call is None else None
-        if call is None and route is None:
+        if call is not None:
+            call.inbox.put(("error", error))
+        elif route is not None:
+            route.end(error)
+        else:
             return False
+        return True
+
+    def _fail_call(self, request_id: Any, reason: str) -> bool:
+        """Fail the pending call (or subscription) ``request_id`` with -32000 for an invalid
+        response; False if nothing waits on that id."""
         error = errors.broken_response_error(reason, cause=("invalid_response", reason))
+        if not self._fail_pending(request_id, error):
+            return False
         self._warnings.log(
             _log.warning,
             "invalid_response",
@@ -748,10 +789,6 @@ class StdioTransport(BaseTransport):
             id=request_id,
             reason=reason,
         )
-        if call is not None:
-            call.inbox.put(("error", error))
-        elif route is not None:
-            route.end(error)
         return True
 
     def _on_response(self, request_id: Any, message: dict[str, Any]) -> None:
