@@ -721,6 +721,8 @@ class Fleet:
         with self._lock:
             member.generation += 1
             client, member.client = member.client, None
+            if client is not None:  # its restarts stay counted (an idle stop, a restart)
+                member.restarts += client.stats()["restarts"]
             subscription, member.subscription = member.subscription, None
             refresh, member.refresh = member.refresh, None
             if member.state != "disabled":

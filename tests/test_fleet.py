@@ -307,6 +307,8 @@ def test_a_crashed_server_restarts_and_its_catalog_comes_back() -> None:
         assert reported_pid(fleet, "a") == pid_of(fleet, "a")
         wait_until(lambda: "a_pid" in tool_names(fleet))
         assert fleet.status()["b"]["restarts"] == 0
+        fleet.restart("a")  # a new connection: the restarts of the old one stay counted
+        assert fleet.status()["a"]["restarts"] == 1
 
 
 def test_a_temporary_server_that_ends_is_failed_and_the_others_serve() -> None:
