@@ -15,6 +15,7 @@ why), ``"disabled"`` (``"disabled": true`` in the config).
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import random
@@ -84,6 +85,11 @@ _STALE: Mapping[str, tuple[Kind, ...]] = {
 _WATCH = ("toolsListChanged", "promptsListChanged", "resourcesListChanged")
 #: Events asked for at once on a catalog subscription (asked again as they are used).
 _DEMAND = 256
+#: ``connect()`` keywords a fleet sets itself, and those of one transport.
+_FLEET_OWNED = frozenset({"target", "name", "owner", "supervisor", "on_state"})
+_CONNECT_PARAMETERS = frozenset(inspect.signature(connect).parameters)
+_STDIO_ONLY = frozenset({"env", "cwd", "stderr"})
+_HTTP_ONLY = frozenset({"headers", "token_provider", "verify", "ca_certs", "client_cert"})
 #: The longest ``Fleet(...)`` waits for eager starts by default.
 START_WAIT = 120.0
 _fleet_ids = count(1)
@@ -208,6 +214,12 @@ class Fleet:
     notification waits for others before the catalog is listed again. ``owner`` owns every
     connection (the creating thread by default; see "Owners"); ``environ`` is where ``${VAR}``
     comes from (``os.environ`` by default).
+
+    ``connect_options``: ``connect()`` keywords for every server (what a JSON file cannot hold:
+    ``log_handler``, ``input_handlers``, a ``stderr`` logger, a ``token_provider``...; a
+    keyword of one transport applies to that transport's servers only); ``server_options``:
+    keywords per server name. A server's own entry wins over ``connect_options``, and
+    ``server_options`` over both.
     """
 
     def __init__(
@@ -222,6 +234,8 @@ class Fleet:
         start_wait: float = START_WAIT,
         owner: Any = None,
         environ: Mapping[str, str] | None = None,
+        connect_options: Mapping[str, Any] | None = None,
+        server_options: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
 
         if start not in ("eager", "lazy"):
@@ -233,7 +247,15 @@ class Fleet:
         if not isinstance(separator, str) or not separator:
             raise ValueError("separator must be a non-empty string")
         self._environ = os.environ if environ is None else environ
-        specs = _checked(parse_config(config, self._environ))
+        self._common = _keywords("connect_options", connect_options)
+        self._own = {
+            name: _keywords(f"server_options[{name!r}]", keywords)
+            for name, keywords in (server_options or {}).items()
+        }
+        specs = self._checked(parse_config(config, self._environ))
+        unknown = sorted(set(self._own) - {spec.name for spec in specs})
+        if unknown:
+            raise ValueError(f"server_options names servers not in the config: {unknown}")
         self._start = start
         self._start_wait = start_wait
         self._idle_timeout = idle_timeout
@@ -400,7 +422,7 @@ class Fleet:
     def reload(self, config: Mapping[str, Any]) -> dict[str, list[str]]:
         """Start added servers, stop removed ones, restart changed ones, leave the rest as they
         are (an unchanged server keeps its connection and pid). Returns what it did."""
-        specs = _checked(parse_config(config, self._environ))
+        specs = self._checked(parse_config(config, self._environ))
         with self._lock:
             if self._closed:
                 raise errors.connection_error("The fleet is closed")
@@ -617,8 +639,7 @@ class Fleet:
     def _open(self, member: _Member, generation: int) -> None:
         """Connect one server and list its tools (on a fleet thread)."""
         spec = member.spec
-        options = spec.connect_options()
-        options.setdefault("restart", "transient")
+        options = self._options(spec)
         target: Any = (
             Stdio(spec.command or "", list(spec.args))
             if spec.transport == "stdio"
@@ -686,7 +707,7 @@ class Fleet:
         """A start failed: try again after the backoff while the restart policy allows (never
         when ``final``)."""
         spec = member.spec
-        options = dict(spec.options)
+        options = self._options(spec)
         _log.warning("server failed to start", server=spec.name, error=str(error))
         with self._lock:
             if member.generation != generation:
@@ -748,7 +769,7 @@ class Fleet:
             raise errors.connection_error(f"Server {member.spec.name!r} is disabled in the config")
         if member.state in ("stopped", "idle"):
             self._begin(member)
-        timeout = dict(member.spec.options).get("timeout", 30.0)
+        timeout = self._options(member.spec).get("timeout", 30.0)
         deadline = time.monotonic() + (START_WAIT if timeout is None else timeout)
         with self._lock:
             while True:
@@ -922,6 +943,46 @@ class Fleet:
         own = item["name"] if kind in ("tools", "prompts") else key
         return {"item": shown, "fleet_key": key, "own": own, "definition": item if needed else None}
 
+    # -- options ------------------------------------------------------------------------------
+
+    def _options(self, spec: ServerSpec) -> dict[str, Any]:
+        """The ``connect()`` keywords of one server: the fleet's, its entry's, its own."""
+        other = _HTTP_ONLY if spec.transport == "stdio" else _STDIO_ONLY
+        options: dict[str, Any] = {"restart": "transient"}
+        options.update((key, value) for key, value in self._common.items() if key not in other)
+        options.update(spec.connect_options())
+        options.update(self._own.get(spec.name, {}))
+        return options
+
+    def _checked(self, specs: tuple[ServerSpec, ...]) -> tuple[ServerSpec, ...]:
+        """Refuse a server whose ``connect()`` keywords ``connect`` would refuse, naming it,
+        before anything starts (the checks are ``connect``'s own)."""
+        for spec in specs:
+            options = self._options(spec)
+            try:
+                build_options(**{key: options[key] for key in options if key in OPTION_DEFAULTS})
+                check_timeout("probe_timeout", options.get("probe_timeout", 10.0), optional=False)
+                check_timeout("ping_interval", options.get("ping_interval"))
+                for key in ("max_server_requests", "max_response_bytes"):
+                    if key in options:
+                        check_positive_int(key, options[key])
+                restart_policy(
+                    options["restart"],
+                    options.get("backoff"),
+                    options.get("max_restarts", 5),
+                    options.get("restart_window", 60.0),
+                )
+                if "stderr" in options:
+                    stderr_mode(options["stderr"])
+                misplaced = sorted(
+                    set(options) & (_HTTP_ONLY if spec.transport == "stdio" else _STDIO_ONLY)
+                )
+                if misplaced:
+                    raise ValueError(f"{misplaced} apply to the other transport")
+            except (ValueError, TypeError, McpError) as error:
+                raise ValueError(f"server {spec.name!r}: {error}") from None
+        return specs
+
     # -- idle servers -------------------------------------------------------------------------
 
     def _arm_idle_check(self) -> None:
@@ -966,29 +1027,18 @@ class Fleet:
 # -- small pieces -----------------------------------------------------------------------------
 
 
-def _checked(specs: tuple[ServerSpec, ...]) -> tuple[ServerSpec, ...]:
-    """Refuse an entry whose ``connect()`` keywords ``connect`` would refuse, naming the server,
-    before anything starts (the checks are ``connect``'s own)."""
-    for spec in specs:
-        options = dict(spec.options)
-        try:
-            build_options(**{key: options[key] for key in options if key in OPTION_DEFAULTS})
-            check_timeout("probe_timeout", options.get("probe_timeout", 10.0), optional=False)
-            check_timeout("ping_interval", options.get("ping_interval"))
-            for key in ("max_server_requests", "max_response_bytes"):
-                if key in options:
-                    check_positive_int(key, options[key])
-            restart_policy(
-                options.get("restart", "transient"),
-                options.get("backoff"),
-                options.get("max_restarts", 5),
-                options.get("restart_window", 60.0),
-            )
-            if "stderr" in options:
-                stderr_mode(options["stderr"])
-        except (ValueError, TypeError, McpError) as error:
-            raise ValueError(f"server {spec.name!r}: {error}") from None
-    return specs
+def _keywords(what: str, given: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Checked ``connect_options``/``server_options`` keywords (the fleet's own are refused)."""
+    if given is None:
+        return {}
+    if not isinstance(given, Mapping):
+        raise TypeError(f"{what} must be a mapping of connect() keywords")
+    for key in given:
+        if key in _FLEET_OWNED:
+            raise ValueError(f"{what}: {key!r} is the fleet's own (see snodo.Fleet)")
+        if key not in _CONNECT_PARAMETERS:
+            raise ValueError(f"{what}: {key!r} is not a keyword of snodo.connect")
+    return dict(given)
 
 
 def _start_supervisor(name: str) -> ActorRef[Any]:

@@ -354,3 +354,34 @@ def test_a_bad_connect_option_value_is_refused_before_anything_starts(key: str, 
         snodo.Fleet({"a": stdio(), "b": stdio(**{key: value})})
     assert key in str(refused.value) or "protocol" in str(refused.value)
     assert not children() - before
+
+
+def test_connect_options_and_server_options_reach_each_connection() -> None:
+    """What a JSON file cannot hold (a log handler here) comes from connect_options for every
+    server and from server_options for one; the entry's own keys win over connect_options."""
+    common: list[Any] = []
+    own: list[Any] = []
+    logging_runtime = "tests.servers.logging_runtime:runtime"
+    config = {
+        "a": stdio(logging_runtime, log_level="warning"),
+        "b": stdio(logging_runtime),
+    }
+    with snodo.Fleet(
+        config,
+        connect_options={"log_handler": common.append, "log_level": "debug", "headers": {"x": "1"}},
+        server_options={"b": {"log_handler": own.append}},
+    ) as fleet:
+        fleet.call_tool("a_chatty", {})
+        fleet.call_tool("b_chatty", {})
+        wait_until(lambda: len(common) == 2 and len(own) == 4)
+        assert [message.level for message in common] == ["warning", "error"]  # a's own level
+        assert {message.server for message in common} == {"a"}
+        assert [message.level for message in own] == ["debug", "info", "warning", "error"]
+    with pytest.raises(ValueError, match="the fleet's own"):
+        snodo.Fleet(config, connect_options={"owner": None})
+    with pytest.raises(ValueError, match="not a keyword of snodo.connect"):
+        snodo.Fleet(config, connect_options={"colour": "blue"})
+    with pytest.raises(ValueError, match="not in the config"):
+        snodo.Fleet(config, server_options={"c": {"timeout": 1.0}})
+    with pytest.raises(ValueError, match=r"server 'b'.*other transport"):
+        snodo.Fleet(config, server_options={"b": {"headers": {"x": "1"}}})
