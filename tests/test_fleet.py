@@ -379,7 +379,7 @@ def test_connect_options_and_server_options_reach_each_connection() -> None:
         assert [message.level for message in own] == ["debug", "info", "warning", "error"]
     with pytest.raises(ValueError, match="the fleet's own"):
         snodo.Fleet(config, connect_options={"owner": None})
-    with pytest.raises(ValueError, match="not a keyword of snodo.connect"):
+    with pytest.raises(ValueError, match=r"not a keyword of snodo\.connect"):
         snodo.Fleet(config, connect_options={"colour": "blue"})
     with pytest.raises(ValueError, match="not in the config"):
         snodo.Fleet(config, server_options={"c": {"timeout": 1.0}})
