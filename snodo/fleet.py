@@ -90,6 +90,8 @@ _FLEET_OWNED = frozenset({"target", "name", "owner", "supervisor", "on_state"})
 _CONNECT_PARAMETERS = frozenset(inspect.signature(connect).parameters)
 _STDIO_ONLY = frozenset({"env", "cwd", "stderr"})
 _HTTP_ONLY = frozenset({"headers", "token_provider", "verify", "ca_certs", "client_cert"})
+#: Jobs (starts, stops, listings) waiting for a fleet thread at most: a few per server.
+MAX_QUEUED_JOBS = 100_000
 #: The longest ``Fleet(...)`` waits for eager starts by default.
 START_WAIT = 120.0
 _fleet_ids = count(1)
@@ -166,6 +168,10 @@ class _Jobs:
 
     def submit(self, job: Callable[[], None]) -> None:
         with self._lock:
+            if len(self._queue) >= MAX_QUEUED_JOBS:
+                raise errors.connection_error(
+                    f"The fleet has {MAX_QUEUED_JOBS} jobs queued: refusing more"
+                )
             self._queue.append(job)
             self._threads = [thread for thread in self._threads if thread.is_alive()]
             if len(self._threads) >= self._limit:
