@@ -23,8 +23,6 @@ test. Lazy starts, idle stops, reloads and catalog refreshes: tests/test_fleet.p
 
 from __future__ import annotations
 
-import os
-import selectors
 import subprocess
 import time
 from collections.abc import Iterator
@@ -40,6 +38,7 @@ from snodo import McpError
 from snodo.server.http_server import HttpServer, serve_http
 from tests.support import client_runtime
 from tests.support import everything_support as everything
+from tests.support.started_processes import announced_port, stop
 from tests.support.stdio_support import (
     PYTHON,
     ROOT,
@@ -62,7 +61,6 @@ CRASHER_RESTARTS = 3
 #: Why the server that exits at once says it cannot start.
 WHY = "fleet-exits: cannot read /etc/fleet-exits.toml"
 NO_SUCH_COMMAND = str(SERVERS / "no-such-server-for-the-fleet")
-START_DEADLINE = 30.0
 STOP_DEADLINE = 10.0
 WAIT = 30.0
 
@@ -112,42 +110,6 @@ class SdkHttp:
         return f"http://127.0.0.1:{self.port}/mcp"
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    """End the one process we started, by pid: SIGTERM, SIGKILL past the deadline; reap it."""
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(STOP_DEADLINE)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(STOP_DEADLINE)
-    if process.stdout is not None:
-        process.stdout.close()
-
-
-def _announced_port(process: subprocess.Popen[bytes], log: Path) -> int:
-    """The port of the server's ``PORT <n>`` line on stdout, within START_DEADLINE."""
-    assert process.stdout is not None
-    fd = process.stdout.fileno()
-    os.set_blocking(fd, False)
-    deadline = time.monotonic() + START_DEADLINE
-    seen = b""
-    with selectors.DefaultSelector() as selector:
-        selector.register(fd, selectors.EVENT_READ)
-        while b"\n" not in seen:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or process.poll() is not None:
-                raise AssertionError(
-                    f"sdk_http_server.py gave no port (exit {process.poll()}): {seen!r}\n"
-                    f"{log.read_text(errors='replace')[-2000:]}"
-                )
-            if selector.select(remaining):
-                seen += os.read(fd, 4096)
-    word, port = seen.split(b"\n", 1)[0].decode().split()
-    assert word == "PORT", seen
-    return int(port)
-
-
 @pytest.fixture(scope="module")
 def sdk_http(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SdkHttp]:
     """The SDK's dual-era server over Streamable HTTP, once for the module."""
@@ -161,9 +123,9 @@ def sdk_http(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SdkHttp]:
             cwd=str(ROOT),
         )
     try:
-        yield SdkHttp(process, _announced_port(process, log))
+        yield SdkHttp(process, announced_port(process, log, "sdk_http_server.py"))
     finally:
-        _stop(process)
+        stop(process)
 
 
 @pytest.fixture(scope="module")

@@ -28,11 +28,9 @@ from __future__ import annotations
 import base64
 import http.client
 import json
-import os
 import subprocess
 import sys
 import threading
-import time
 import urllib.request
 import uuid
 from collections.abc import Iterator, Sequence
@@ -45,6 +43,7 @@ import pytest
 import snodo
 from snodo.supervision import green_mode
 from tests.support import stdio_support as support
+from tests.support.started_processes import announced_port, stop
 from tests.support.stdio_support import check_response, wait_until
 from tests.support.wire_schema import check_client_message
 
@@ -52,8 +51,6 @@ ROOT = Path(__file__).resolve().parent.parent
 SERVER = ROOT / "tests" / "servers" / "sdk_http_server.py"
 SERVER_NAME = "snodo-interop-sdk"
 STATELESS_VERSION = "2026-07-28"
-START_DEADLINE = 30.0
-STOP_DEADLINE = 10.0
 TAG = "X-Interop-Tag"
 
 MISSING_CLIENT_CAPABILITY = -32021
@@ -137,48 +134,6 @@ class Server:
             connection.close()
 
 
-def _read_port(process: subprocess.Popen[bytes], log: Path) -> int:
-    """The port from the server's ``PORT <n>`` line, within START_DEADLINE."""
-    assert process.stdout is not None
-    fd = process.stdout.fileno()
-    os.set_blocking(fd, False)
-    import selectors
-
-    deadline = time.monotonic() + START_DEADLINE
-    seen = b""
-    with selectors.DefaultSelector() as selector:
-        selector.register(fd, selectors.EVENT_READ)
-        while b"\n" not in seen:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or process.poll() is not None:
-                raise AssertionError(
-                    f"sdk_http_server.py gave no port within {START_DEADLINE}s "
-                    f"(exit {process.poll()}): {seen!r}\n{log.read_text(errors='replace')[-2000:]}"
-                )
-            if selector.select(remaining):
-                chunk = os.read(fd, 4096)
-                if not chunk:
-                    continue
-                seen += chunk
-    line = seen.split(b"\n", 1)[0].decode()
-    word, port = line.split()
-    assert word == "PORT", line
-    return int(port)
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    """End the one process we started: SIGTERM, then SIGKILL past the deadline; reap it."""
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(STOP_DEADLINE)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(STOP_DEADLINE)
-    if process.stdout is not None:
-        process.stdout.close()
-
-
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Server]]:
     """The dual-era, session-era and JSON-answer servers, started once for this module."""
@@ -195,15 +150,15 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Serv
                     cwd=str(ROOT),
                 )
             try:
-                port = _read_port(process, log)
+                port = announced_port(process, log, "sdk_http_server.py")
             except BaseException:
-                _stop(process)
+                stop(process)
                 raise
             started[kind] = Server(process, port, log)
         yield started
     finally:
         for server in started.values():
-            _stop(server.process)
+            stop(server.process)
         for server in started.values():
             assert server.process.returncode is not None
 

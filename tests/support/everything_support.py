@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.started_processes import START_DEADLINE, stop
 from tests.support.stdio_support import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,8 +36,6 @@ ENTRY = INSTALLED / "dist" / "index.js"
 PRELOAD = INTEROP / "bind-localhost.cjs"
 MIN_NODE = 20
 INSTALL_DEADLINE = 240.0
-START_DEADLINE = 30.0
-STOP_DEADLINE = 10.0
 
 
 # -- installing ------------------------------------------------------------------------------
@@ -168,17 +167,6 @@ def start_http(node: str, workdir: Path) -> HttpServer:
         stop(process)
         raise
     return HttpServer(process, address, log)
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    """End the one process we started, by pid: SIGTERM, SIGKILL past the deadline; reap it."""
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(STOP_DEADLINE)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(STOP_DEADLINE)
 
 
 @contextlib.contextmanager
