@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
 from itertools import count
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from snodo.connections import connect, restart_policy
 from snodo.log import get_logger
@@ -67,7 +67,7 @@ if TYPE_CHECKING:
     from snodo.subscription import Subscription
     from snodo.supervision import Owner, Timer
 
-__all__ = ["Fleet", "FleetStatus", "ServerState"]
+__all__ = ["Fleet", "FleetStatus", "Route", "ServerState"]
 
 _log = get_logger("snodo.fleet")
 
@@ -95,6 +95,15 @@ MAX_QUEUED_JOBS = 100_000
 #: The longest ``Fleet(...)`` waits for eager starts by default.
 START_WAIT = 120.0
 _fleet_ids = count(1)
+
+
+class Route(NamedTuple):
+    """Where a fleet call goes: the server, its own name for the tool or prompt (or the URI),
+    and the definition its ``Client`` call needs (None: by name)."""
+
+    server: str
+    name: str
+    definition: Mapping[str, Any] | None
 
 
 class FleetStatus(dict[str, dict[str, Any]]):
@@ -311,6 +320,22 @@ class Fleet:
         if member is None:
             raise KeyError(name)
         return self._ready_client(member)
+
+    def ready_client(self, name: str) -> Client | None:
+        """The server's ``Client`` if it is ready (or restarting: a call waits for it), else
+        None; never starts a server or waits (``snodo.aio`` uses it)."""
+        member = self._members.get(name)
+        if member is None:
+            raise KeyError(name)
+        client = member.client
+        return client if member.state in ("ready", "restarting") else None
+
+    def route(self, kind: Literal["tools", "prompts", "resources"], target: Any) -> Route:
+        """Where ``call_tool`` (``kind="tools"``), ``get_prompt`` or ``read_resource`` would
+        send ``target`` (a qualified name, a catalog item, a URI); -32602 when nowhere. For a
+        URI not listed yet it lists the resources first (blocking)."""
+        member, name, definition = self._route(kind, target)
+        return Route(member.spec.name, name, definition)
 
     def __contains__(self, name: object) -> bool:
         return name in self._members
