@@ -5,8 +5,20 @@ return an :class:`AsyncClient` whose calls are coroutines (see ``snodo.aio.clien
 Loaded only when imported: ``import snodo`` does not load asyncio.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from snodo.aio.client import AsyncClient, connect, direct
-from snodo.aio.fleet import AsyncFleet
 from snodo.aio.subscription import AsyncSubscription
 
+if TYPE_CHECKING:
+    from snodo.aio.fleet import AsyncFleet as AsyncFleet
+
 __all__ = ["AsyncClient", "AsyncFleet", "AsyncSubscription", "connect", "direct"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "AsyncFleet":  # the fleet (its supervision, stdio and config rules) on first use
+        from snodo.aio.fleet import AsyncFleet
+
+        return AsyncFleet
+    raise AttributeError(f"module 'snodo.aio' has no attribute {name!r}")
