@@ -79,7 +79,7 @@ def test_routed_calls_are_coroutines_many_in_flight() -> None:
 
 def test_a_lazy_server_starts_on_its_first_call_and_again_after_an_idle_stop() -> None:
     async def main() -> None:
-        fleet = await snodo.aio.AsyncFleet.open({"a": stdio()}, start="lazy", idle_timeout=0.3)
+        fleet = await snodo.aio.AsyncFleet.open({"a": stdio()}, start="lazy", idle_timeout=1.0)
         try:
             assert fleet.status()["a"]["state"] == "stopped"
             first = int(text(await fleet.call_tool("a_pid", {})))

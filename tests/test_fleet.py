@@ -198,8 +198,10 @@ def test_a_bad_config_is_refused_naming_the_server_and_the_key() -> None:
 
 def test_lazy_servers_start_on_first_use_and_idle_ones_stop() -> None:
     before = children()
-    config = {"a": stdio(), "b": stdio(), "c": stdio(start="eager")}
-    with snodo.Fleet(config, start="lazy", idle_timeout=0.4) as fleet:
+    # c's own idle timeout keeps it up; a and b have the fleet's, long enough that a loaded
+    # machine checks a's state before it is stopped.
+    config = {"a": stdio(), "b": stdio(), "c": stdio(start="eager", idle_timeout=600)}
+    with snodo.Fleet(config, start="lazy", idle_timeout=1.5) as fleet:
         assert len(children() - before) == 1  # only c, eager by its own entry
         status = fleet.status()
         assert (status["a"]["state"], status["b"]["state"]) == ("stopped", "stopped")
@@ -228,11 +230,11 @@ def test_listing_a_lazy_fleet_starts_the_servers_whose_catalog_is_unknown() -> N
 
 
 def test_a_busy_server_is_not_stopped_as_idle() -> None:
-    config = {"a": stdio(RESTART, idle_timeout=0.3)}
+    config = {"a": stdio(RESTART, idle_timeout=1.0)}
     with snodo.Fleet(config) as fleet:
         pid = pid_of(fleet, "a")
         # A call that lasts longer than the idle timeout holds the server up.
-        fleet.call_tool("a_slow", {"seconds": 0.8})
+        fleet.call_tool("a_slow", {"seconds": 2.5})
         assert fleet.status()["a"]["state"] == "ready"
         assert pid_of(fleet, "a") == pid
 
