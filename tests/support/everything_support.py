@@ -1,8 +1,8 @@
-"""The npm package ``@modelcontextprotocol/server-everything`` for the interop tests: install it
-(pinned by tests/interop/package-lock.json) and start it over stdio or Streamable HTTP.
+"""The npm packages of the interop tests (pinned by tests/interop/package-lock.json): install
+them, and start ``@modelcontextprotocol/server-everything`` over stdio or Streamable HTTP.
 
 The install is ``npm ci`` in tests/interop, run once per test session when node_modules does not
-hold the pinned version, bounded by ``INSTALL_DEADLINE``. Missing node or npm fails the tests
+hold every pinned version, bounded by ``INSTALL_DEADLINE``. Missing node or npm fails the tests
 with a message that says what to install: they are never skipped.
 
 The HTTP server is started under ``node --require tests/interop/bind-localhost.cjs``, which
@@ -41,18 +41,26 @@ INSTALL_DEADLINE = 240.0
 # -- installing ------------------------------------------------------------------------------
 
 
-def pinned_version() -> str:
-    """The server-everything version tests/interop/package.json pins."""
+def pinned_versions() -> dict[str, str]:
+    """Every package tests/interop/package.json pins and its version (an ``npm:`` alias's too)."""
     manifest = json.loads((INTEROP / "package.json").read_text())
-    return str(manifest["dependencies"][PACKAGE])
+    return {
+        name: str(spec).rsplit("@", 1)[-1] for name, spec in manifest["dependencies"].items()
+    }
 
 
-def installed_version() -> str | None:
-    """The server-everything version in node_modules, or None when it is not installed."""
+def installed_version(package: str) -> str | None:
+    """The version of ``package`` in node_modules, or None when it is not installed."""
     try:
-        return str(json.loads((INSTALLED / "package.json").read_text())["version"])
+        found = json.loads((INTEROP / "node_modules" / package / "package.json").read_text())
+        return str(found["version"])
     except (OSError, ValueError, KeyError):
         return None
+
+
+def stale_packages() -> list[str]:
+    """The pinned packages node_modules lacks or holds at another version."""
+    return [name for name, wanted in pinned_versions().items() if installed_version(name) != wanted]
 
 
 def tool(name: str) -> str:
@@ -75,7 +83,7 @@ def node_major(node: str) -> int:
 
 
 def ensure_installed() -> str:
-    """Install the pinned server-everything with ``npm ci`` unless it is there; the node path.
+    """Install the pinned packages with ``npm ci`` unless they are there; the node path.
 
     A lock file keeps two test processes from installing at once.
     """
@@ -83,10 +91,9 @@ def ensure_installed() -> str:
     major = node_major(node)
     if major < MIN_NODE:
         pytest.fail(f"the interop tests need Node.js >= {MIN_NODE}, found {major}", pytrace=False)
-    wanted = pinned_version()
     with open(INTEROP / ".install.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if installed_version() == wanted:
+        if not stale_packages():
             return node
         npm = tool("npm")
         try:
@@ -99,10 +106,11 @@ def ensure_installed() -> str:
             )
         except subprocess.TimeoutExpired:
             pytest.fail(f"npm ci in {INTEROP} took over {INSTALL_DEADLINE:.0f}s", pytrace=False)
-        if done.returncode != 0 or installed_version() != wanted:
+        stale = stale_packages()
+        if done.returncode != 0 or stale:
             pytest.fail(
-                f"npm ci in {INTEROP} failed (exit {done.returncode}, installed "
-                f"{installed_version()}, wanted {wanted}):\n{done.stdout[-2000:]}"
+                f"npm ci in {INTEROP} failed (exit {done.returncode}, not installed as pinned: "
+                f"{', '.join(stale) or 'none'}):\n{done.stdout[-2000:]}"
                 f"{done.stderr[-2000:]}",
                 pytrace=False,
             )
