@@ -337,6 +337,14 @@ class Fleet:
         member, name, definition = self._route(kind, target)
         return Route(member.spec.name, name, definition)
 
+    def succeeded(self, name: str) -> None:
+        """Record that a call routed to ``name`` succeeded outside the fleet's own methods
+        (``snodo.aio`` calls on its own clients): ``status()``'s ``since_success`` counts from now."""
+        member = self._members.get(name)
+        if member is None:
+            raise KeyError(name)
+        member.last_success = time.monotonic()
+
     def __contains__(self, name: object) -> bool:
         return name in self._members
 

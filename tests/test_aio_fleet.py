@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -52,11 +53,14 @@ def test_routed_calls_are_coroutines_many_in_flight() -> None:
             names = {tool["name"] for tool in await fleet.list_tools()}
             assert {"a_pid", "b_pid", "a_touch"} <= names
             threads = threading.active_count()
+            before = time.monotonic()
             results = await asyncio.gather(
                 *(fleet.call_tool(f"{'ab'[n % 2]}_touch", {"kind": "tools"}) for n in range(64))
             )
             assert [text(result) for result in results] == ["tools"] * 64
             assert threading.active_count() <= threads + 1  # no thread per call in flight
+            for name in ("a", "b"):  # the routed calls count as the servers' last successes
+                assert fleet.status()[name]["since_success"] <= time.monotonic() - before
             pid = int(text(await fleet.call_tool("a_pid", {})))
             assert pid == fleet.status()["a"]["pid"]
             client = await fleet.client("a")

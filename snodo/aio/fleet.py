@@ -116,7 +116,9 @@ class AsyncFleet:
         route = self.fleet.route("tools", tool)
         client = await self.client(route.server)
         target = route.name if route.definition is None else route.definition
-        return await client.call_tool(target, arguments, **options)
+        result = await client.call_tool(target, arguments, **options)
+        self.fleet.succeeded(route.server)
+        return result
 
     async def get_prompt(
         self,
@@ -126,7 +128,9 @@ class AsyncFleet:
     ) -> dict[str, Any] | InputRequired:
         route = self.fleet.route("prompts", prompt)
         client = await self.client(route.server)
-        return await client.get_prompt(route.name, arguments, **options)
+        result = await client.get_prompt(route.name, arguments, **options)
+        self.fleet.succeeded(route.server)
+        return result
 
     async def read_resource(
         self, uri: str, *, server: str | None = None, **options: Any
@@ -135,7 +139,9 @@ class AsyncFleet:
             route = await self._blocking(partial(self.fleet.route, "resources", uri))
             server = route.server
         client = await self.client(server)
-        return await client.read_resource(uri, **options)
+        result = await client.read_resource(uri, **options)
+        self.fleet.succeeded(server)
+        return result
 
     # -- reload and close ---------------------------------------------------------------------
 
