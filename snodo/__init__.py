@@ -25,6 +25,7 @@ _EXPORTS = {
     "Page": "snodo.protocol.results",
     "Session": "snodo.protocol.negotiation",
     "SUPPORTED_VERSIONS": "snodo.protocol.dialects",
+    "ALL_VERSIONS": "snodo.protocol.dialects",
     "Transport": "snodo.transports.base",
     "RequestOptions": "snodo.transports.base",
     "Notification": "snodo.protocol.subscriptions",
@@ -42,6 +43,7 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "ALL_VERSIONS",
     "SUPPORTED_VERSIONS",
     "Backoff",
     "Client",
@@ -79,6 +81,7 @@ if TYPE_CHECKING:
     from snodo.connections import direct as direct
     from snodo.fleet import Fleet as Fleet
     from snodo.fleet import FleetStatus as FleetStatus
+    from snodo.protocol.dialects import ALL_VERSIONS as ALL_VERSIONS
     from snodo.protocol.dialects import SUPPORTED_VERSIONS as SUPPORTED_VERSIONS
     from snodo.protocol.errors import HandlerError as HandlerError
     from snodo.protocol.errors import McpError as McpError

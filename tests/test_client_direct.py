@@ -176,10 +176,10 @@ def test_unspoken_version_is_refused_before_connecting(wire: Wire) -> None:
     """A version the client does not speak at all is refused before connecting."""
     rt = client_runtime.build()
     with pytest.raises(snodo.McpError) as caught:
-        snodo.direct(rt, protocol="2024-11-05")
+        snodo.direct(rt, protocol="2023-01-01")
     assert caught.value.code == -32602
-    assert caught.value.data["requested"] == "2024-11-05"
-    assert caught.value.data["supported"] == ALL
+    assert caught.value.data["requested"] == "2023-01-01"
+    assert caught.value.data["supported"] == list(snodo.ALL_VERSIONS)
     assert wire.sent == []
 
 

@@ -14,12 +14,14 @@ from typing import Any
 
 import pytest
 
-from snodo.protocol import dialects
+from snodo.protocol import dialects, headers
 from snodo.protocol.dialects import Dialect
 from snodo.protocol.errors import METHOD_NOT_FOUND, McpError
 
 SCHEMA_DIR = Path(__file__).parent / "data" / "schema"
 VERSIONS = ("2026-07-28", "2025-11-25", "2025-06-18")
+OLDER = ("2025-03-26", "2024-11-05")
+EVERY = VERSIONS + OLDER
 
 
 def _definitions(version: str) -> dict[str, Any]:
@@ -65,13 +67,13 @@ def _server_request_union(version: str) -> str:
     return "ServerRequest" if "ServerRequest" in _definitions(version) else "InputRequest"
 
 
-@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("version", EVERY)
 def test_client_requests_equal_schema_client_request_union(version: str) -> None:
     """The catalogs are the schema's ClientRequest union (the reference's dialect profiles)."""
     assert dialects.get(version).client_requests == _methods(version, "ClientRequest")
 
 
-@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("version", EVERY)
 def test_server_requests_equal_schema_server_request_union(version: str) -> None:
     """Server requests: ServerRequest, or 2026-07-28's InputRequest union (no ServerRequest)."""
     union = _server_request_union(version)
@@ -80,13 +82,13 @@ def test_server_requests_equal_schema_server_request_union(version: str) -> None
     assert dialects.get(version).server_requests == _methods(version, union)
 
 
-@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("version", EVERY)
 def test_client_notifications_equal_schema_union(version: str) -> None:
     """ClientNotification (2026-07-28's is a single inline member, notifications/cancelled)."""
     assert dialects.get(version).client_notifications == _methods(version, "ClientNotification")
 
 
-@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("version", EVERY)
 def test_server_notifications_equal_schema_union(version: str) -> None:
     assert dialects.get(version).server_notifications == _methods(version, "ServerNotification")
 
@@ -103,7 +105,7 @@ def _refused(dialect: Dialect, method: str) -> McpError:
     return info.value
 
 
-@pytest.mark.parametrize("version", ["2025-11-25", "2025-06-18"])
+@pytest.mark.parametrize("version", ["2025-11-25", "2025-06-18", *OLDER])
 def test_session_era_refuses_anything_but_a_client_request(version: str) -> None:
     """Session-era request/4 refuses a method that is not a client request with -32601."""
     dialect = dialects.get(version)
@@ -139,3 +141,77 @@ def test_2026_lets_unlisted_extension_methods_through() -> None:
         dialect.check_client_request(method)
     for method in dialect.client_requests:
         dialect.check_client_request(method)
+
+
+# -- the older, opt-in versions (decision 0039) -----------------------------------------------
+
+
+def test_every_version_newest_first_and_the_older_ones_opt_in() -> None:
+    """ALL_VERSIONS is every version snodo can speak, newest first; the default set is unchanged
+    and the older ones are exactly what it adds."""
+    assert dialects.ALL_VERSIONS == EVERY
+    assert list(EVERY) == sorted(EVERY, reverse=True)
+    assert dialects.OPT_IN_VERSIONS == OLDER
+    assert set(dialects.DIALECTS) == set(VERSIONS)
+    assert all(not dialects.get(v).stateless for v in OLDER)
+
+
+@pytest.mark.parametrize("version", EVERY)
+def test_batches_are_the_versions_whose_schema_defines_them(version: str) -> None:
+    """Only 2025-03-26 has JSONRPCBatchRequest/Response (2025-06-18 removed them)."""
+    defined = "JSONRPCBatchResponse" in _definitions(version)
+    assert dialects.get(version).batches is defined
+    assert defined is (version == "2025-03-26")
+
+
+@pytest.mark.parametrize("version", EVERY)
+def test_declared_client_capabilities_follow_the_schema(version: str) -> None:
+    """The client declares only the ClientCapabilities keys its version defines: no elicitation
+    (and no tasks) before 2025-06-18; the newer versions pass every key through."""
+    schema_keys = set(_definitions(version)["ClientCapabilities"]["properties"])
+    given = {
+        "roots": {"listChanged": True},
+        "sampling": {},
+        "elicitation": {"form": {}},
+        "tasks": {},
+        "experimental": {"x": {}},
+    }
+    declared = dialects.get(version).declared_capabilities(given)
+    if version in OLDER:
+        assert set(declared) == schema_keys == {"experimental", "roots", "sampling"}
+        assert declared["roots"] == {"listChanged": True}
+    else:
+        assert declared == given
+        assert "elicitation" in schema_keys
+
+
+@pytest.mark.parametrize("version", OLDER)
+def test_older_versions_refuse_newer_methods_before_sending(version: str) -> None:
+    """Methods a newer version added are -32601 before anything is sent on an older
+    connection; elicitation/create is not a server request there either."""
+    dialect = dialects.get(version)
+    assert "elicitation/create" not in dialect.server_requests
+    assert "elicitation/create" in dialects.get("2025-06-18").server_requests
+    for method in ("tasks/get", "tasks/list", "tasks/result", "tasks/cancel", "server/discover"):
+        error = _refused(dialect, method)
+        assert error.code == METHOD_NOT_FOUND
+        assert error.data == {"method": method, "protocolVersion": version}
+    dialect.check_client_request("completion/complete")  # 2024-11-05 defines it already
+
+
+@pytest.mark.parametrize("version", EVERY)
+def test_no_protocol_version_header_before_2025_06_18(version: str) -> None:
+    """The header policy reads the dialect: MCP-Protocol-Version on POSTs after initialize and
+    on stream GETs from 2025-06-18 on; before it only Mcp-Session-Id."""
+    dialect = dialects.get(version)
+    message = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    post = headers.mcp_headers(dialect, message, session_id="s1")
+    get = headers.stream_headers(dialect, "s1")
+    sent = version not in OLDER
+    assert dialect.protocol_version_header is sent
+    assert (headers.MCP_PROTOCOL_VERSION in post) is sent
+    assert (headers.MCP_PROTOCOL_VERSION in get) is sent
+    if not dialect.stateless:
+        assert post[headers.MCP_SESSION_ID] == get[headers.MCP_SESSION_ID] == "s1"
+        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize"}
+        assert headers.mcp_headers(dialect, init) == {}

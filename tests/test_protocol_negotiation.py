@@ -9,11 +9,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from snodo.protocol import negotiation as n
-from snodo.protocol.dialects import SUPPORTED_VERSIONS
+from snodo.protocol.dialects import ALL_VERSIONS, SUPPORTED_VERSIONS
 from snodo.protocol.errors import CONNECTION_CLOSED, INVALID_PARAMS, McpError
 
 NEW, MID, OLD = "2026-07-28", "2025-11-25", "2025-06-18"
 ALL = (NEW, MID, OLD)
+V0326, V1105 = "2025-03-26", "2024-11-05"
+EVERY = (NEW, MID, OLD, V0326, V1105)
 
 
 # -- allowed_versions ---------------------------------------------------------------------------
@@ -50,23 +52,76 @@ def test_non_string_versions_are_argument_misuse(bad: Any) -> None:
 def test_an_unspoken_version_is_refused_before_connecting() -> None:
     """A version the client does not speak at all is -32602 with requested and supported."""
     with pytest.raises(McpError) as info:
-        n.allowed_versions("2025-03-26")
+        n.allowed_versions("2023-01-01")
     assert info.value.code == INVALID_PARAMS
-    assert info.value.data == {"requested": "2025-03-26", "supported": list(ALL)}
+    assert info.value.data == {"requested": "2023-01-01", "supported": list(EVERY)}
 
 
 def test_an_unspoken_version_in_a_list_refuses_the_whole_list() -> None:
     with pytest.raises(McpError) as info:
-        n.allowed_versions([NEW, "2024-11-05"])
+        n.allowed_versions([NEW, "2024-10-07"])
     assert info.value.code == INVALID_PARAMS
-    assert info.value.data == {"requested": [NEW, "2024-11-05"], "supported": list(ALL)}
+    assert info.value.data == {"requested": [NEW, "2024-10-07"], "supported": list(EVERY)}
 
 
-@given(st.lists(st.sampled_from(ALL), min_size=1))
+def test_the_older_versions_are_allowed_only_when_named() -> None:
+    """Decision 0039: 2025-03-26 and 2024-11-05 are opt in; the default stays the three."""
+    assert V0326 not in n.allowed_versions(None) and V1105 not in n.allowed_versions(None)
+    assert n.allowed_versions(V1105) == (V1105,)
+    assert n.allowed_versions([V1105, OLD, V0326]) == (OLD, V0326, V1105)
+    assert n.allowed_versions(ALL_VERSIONS) == EVERY
+    assert n.plan([V1105]) == n.Plan("initialize", V1105)
+    assert n.plan(EVERY) == n.Plan("probe", NEW)
+    assert n.probe_verdict(None, EVERY) == n.ProbeVerdict("fallback", MID)
+
+
+def test_initialize_declares_only_what_the_older_version_defines() -> None:
+    """No elicitation capability is declared when proposing 2025-03-26 or 2024-11-05."""
+    caps = {"elicitation": {"form": {}}, "sampling": {}, "roots": {"listChanged": False}}
+    for version in (V0326, V1105):
+        params = n.initialize_params(version, caps, {"name": "c", "version": "1"})
+        assert params["protocolVersion"] == version
+        assert params["capabilities"] == {"sampling": {}, "roots": {"listChanged": False}}
+    assert n.initialize_params(OLD, caps, {})["capabilities"] == caps
+
+
+@pytest.mark.parametrize("version", [V0326, V1105])
+def test_a_server_on_an_older_version_not_allowed_is_refused_with_how_to_allow(
+    version: str,
+) -> None:
+    """-32602 as today, and the message names the server's version and how to allow it."""
+    with pytest.raises(McpError) as info:
+        n.initialize_verdict({"protocolVersion": version}, SUPPORTED_VERSIONS)
+    assert info.value.code == INVALID_PARAMS
+    assert info.value.data == {"negotiated": version, "requested": list(SUPPORTED_VERSIONS)}
+    message = info.value.message
+    assert f"the server speaks {version}" in message
+    assert f"protocol=['{NEW}', '{MID}', '{OLD}', '{version}']" in message
+    assert "protocol=snodo.ALL_VERSIONS" in message
+    allowed = n.allowed_versions([*SUPPORTED_VERSIONS, version])
+    assert n.initialize_verdict({"protocolVersion": version}, allowed).version == version
+
+
+def test_a_discover_answer_listing_only_older_versions_says_how_to_allow() -> None:
+    response = {"jsonrpc": "2.0", "id": 1, "result": {"supportedVersions": [V0326, V1105]}}
+    with pytest.raises(McpError) as info:
+        n.probe_verdict(response, SUPPORTED_VERSIONS)
+    assert info.value.code == INVALID_PARAMS
+    assert "the server speaks 2025-03-26" in info.value.message
+    assert n.probe_verdict(response, EVERY) == n.ProbeVerdict("initialize", V0326)
+
+
+def test_a_version_neither_allowed_nor_opt_in_gets_no_hint() -> None:
+    with pytest.raises(McpError) as info:
+        n.initialize_verdict({"protocolVersion": OLD}, [MID])
+    assert "ALL_VERSIONS" not in info.value.message
+
+
+@given(st.lists(st.sampled_from(EVERY), min_size=1))
 def test_any_list_of_spoken_versions_comes_back_ordered(versions: list[str]) -> None:
     allowed = n.allowed_versions(versions)
     assert set(allowed) == set(versions)
-    assert list(allowed) == sorted(allowed, key=ALL.index)
+    assert list(allowed) == sorted(allowed, key=EVERY.index)
 
 
 @given(st.text())

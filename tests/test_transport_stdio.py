@@ -255,7 +255,7 @@ def test_an_unspoken_version_is_refused_before_starting_anything(tmp_path: Path)
     starts = tmp_path / "starts"
     target, _ = scripted(tmp_path, "--starts", str(starts))
     with pytest.raises(snodo.McpError) as caught:
-        snodo.connect(target, protocol="2024-11-05")
+        snodo.connect(target, protocol="2023-01-01")
     assert caught.value.code == -32602
     assert not starts.exists()
 

@@ -412,7 +412,8 @@ def mcp_headers(
     dialect's version) on every message, ``Mcp-Method`` on requests and notifications,
     ``Mcp-Name`` per :data:`NAME_SOURCES` (encoded), and for ``tools/call`` with ``tool`` one
     ``Mcp-Param-<Name>`` per annotated argument present and not null. Session era: nothing
-    for ``initialize``, else ``MCP-Protocol-Version`` and ``Mcp-Session-Id`` when given; with
+    for ``initialize``, else ``MCP-Protocol-Version`` (2025-06-18 on: the dialect's
+    ``protocol_version_header``) and ``Mcp-Session-Id`` when given; with
     ``standard_headers`` (a client that also speaks 2026-07-28 and fell back) ``Mcp-Method`` and
     ``Mcp-Name`` too, so a server routing on SEP-2243 headers sees them on every POST.
 
@@ -426,7 +427,8 @@ def mcp_headers(
     if not dialect.stateless:
         headers = {}
         if method != "initialize":
-            headers[MCP_PROTOCOL_VERSION] = _plain(MCP_PROTOCOL_VERSION, dialect.version)
+            if dialect.protocol_version_header:
+                headers[MCP_PROTOCOL_VERSION] = _plain(MCP_PROTOCOL_VERSION, dialect.version)
             if session_id is not None:
                 headers[MCP_SESSION_ID] = _plain(MCP_SESSION_ID, session_id)
         if standard_headers and method is not None:
@@ -448,9 +450,11 @@ def mcp_headers(
 def stream_headers(
     dialect: Dialect, session_id: str | None = None, last_event_id: str | None = None
 ) -> dict[str, str]:
-    """The MCP headers of a GET that opens or resumes an event stream: ``MCP-Protocol-Version``,
-    ``Mcp-Session-Id`` once issued (session era), and ``Last-Event-ID`` to resume after it."""
-    headers = {MCP_PROTOCOL_VERSION: _plain(MCP_PROTOCOL_VERSION, dialect.version)}
+    """The MCP headers of a GET that opens or resumes an event stream: ``MCP-Protocol-Version``
+    (when the dialect sends it), ``Mcp-Session-Id`` once issued (session era), and ``Last-Event-ID`` to resume after it."""
+    headers = {}
+    if dialect.protocol_version_header:
+        headers[MCP_PROTOCOL_VERSION] = _plain(MCP_PROTOCOL_VERSION, dialect.version)
     if session_id is not None and not dialect.stateless:
         headers[MCP_SESSION_ID] = _plain(MCP_SESSION_ID, session_id)
     if last_event_id:

@@ -24,7 +24,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from snodo.protocol.dialects import DIALECTS, SUPPORTED_VERSIONS, V2026_07_28
+from snodo.protocol.dialects import (
+    ALL_DIALECTS,
+    ALL_VERSIONS,
+    OPT_IN_VERSIONS,
+    SUPPORTED_VERSIONS,
+    V2026_07_28,
+)
 from snodo.protocol.errors import (
     INVALID_PARAMS,
     UNSUPPORTED_PROTOCOL_VERSION,
@@ -78,7 +84,7 @@ def _check_known(versions: Sequence[str]) -> None:
     for version in versions:
         if not isinstance(version, str):
             raise TypeError(f"protocol versions must be strings, got: {version!r}")
-        if version not in DIALECTS:
+        if version not in ALL_DIALECTS:
             raise ValueError(f"snodo does not speak protocol {version!r}")
 
 
@@ -89,18 +95,20 @@ def _ordered(allowed: Sequence[str]) -> tuple[str, ...]:
     if not allowed:
         raise ValueError("at least one protocol version must be allowed")
     _check_known(allowed)
-    return tuple(v for v in SUPPORTED_VERSIONS if v in allowed)
+    return tuple(v for v in ALL_VERSIONS if v in allowed)
 
 
 def _is_stateless(version: str) -> bool:
-    return DIALECTS[version].stateless
+    return ALL_DIALECTS[version].stateless
 
 
 def allowed_versions(protocol: str | Sequence[str] | None) -> tuple[str, ...]:
     """The versions the ``protocol=`` option allows, newest first (the client's preference).
 
-    ``None`` allows every version snodo speaks; a string pins one; a list is deduplicated and
-    reordered. A version snodo does not speak is -32602 with ``requested``/``supported`` data.
+    ``None`` allows the versions snodo speaks by default (``SUPPORTED_VERSIONS``); the older
+    ones (``OPT_IN_VERSIONS``) only when named. A string pins one; a list is deduplicated and
+    reordered. A version snodo cannot speak is -32602 with ``requested``/``supported`` data
+    (``supported``: every version it can speak).
     """
     if protocol is None:
         return SUPPORTED_VERSIONS
@@ -120,14 +128,14 @@ def allowed_versions(protocol: str | Sequence[str] | None) -> tuple[str, ...]:
                 )
     else:
         raise TypeError(f"protocol must be a version string or a list of them, got: {protocol!r}")
-    unknown = [v for v in versions if v not in DIALECTS]
+    unknown = [v for v in versions if v not in ALL_DIALECTS]
     if unknown:
         raise McpError(
             INVALID_PARAMS,
             f"snodo does not speak protocol {unknown[0]}",
-            {"requested": requested, "supported": list(SUPPORTED_VERSIONS)},
+            {"requested": requested, "supported": list(ALL_VERSIONS)},
         )
-    return tuple(v for v in SUPPORTED_VERSIONS if v in versions)
+    return tuple(v for v in ALL_VERSIONS if v in versions)
 
 
 def plan(allowed: Sequence[str]) -> Plan:
@@ -175,9 +183,11 @@ def probe_verdict(response: Mapping[str, Any] | None, allowed: Sequence[str]) ->
             if _is_stateless(version):
                 return ProbeVerdict("use", version)
             return ProbeVerdict("initialize", version)
+    opt_in = next((v for v in ALL_VERSIONS if v in supported and v in OPT_IN_VERSIONS), None)
     raise McpError(
         INVALID_PARAMS,
-        "The server supports none of the protocol versions the client allows",
+        "The server supports none of the protocol versions the client allows"
+        + ("" if opt_in is None else _how_to_allow(opt_in, ordered)),
         {"requested": list(ordered), "supported": supported},
     )
 
@@ -227,16 +237,28 @@ def direct_version(allowed: Sequence[str], enabled: Sequence[str]) -> str:
 def initialize_params(
     version: str, client_capabilities: Mapping[str, Any], client_info: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """The ``initialize`` params: the proposed version, the client's capabilities and info."""
+    """The ``initialize`` params: the proposed version, the client's capabilities (those the
+    version defines: no ``elicitation`` before 2025-06-18) and info."""
     return {
         "protocolVersion": version,
-        "capabilities": dict(client_capabilities),
+        "capabilities": ALL_DIALECTS[version].declared_capabilities(client_capabilities),
         "clientInfo": dict(client_info),
     }
 
 
 def _invalid_initialize(message: str, result: Any) -> McpError:
     return connection_error(message, cause=("invalid_initialize_result", result))
+
+
+def _how_to_allow(version: str, allowed: Sequence[str]) -> str:
+    """The hint for a server that speaks only an opt-in version: how to allow it."""
+    if version not in OPT_IN_VERSIONS:
+        return ""
+    listed = ", ".join(repr(v) for v in (*allowed, version))
+    return (
+        f"; the server speaks {version}: to allow it, pass protocol=[{listed}] "
+        "or protocol=snodo.ALL_VERSIONS"
+    )
 
 
 def initialize_verdict(
@@ -259,7 +281,8 @@ def initialize_verdict(
     if version not in ordered:
         raise McpError(
             INVALID_PARAMS,
-            f"The server negotiated protocol {version}, which the client does not allow",
+            f"The server negotiated protocol {version}, which the client does not allow"
+            + _how_to_allow(version, ordered),
             {"negotiated": version, "requested": list(ordered)},
         )
     server_info = result.get("serverInfo")

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from snodo.protocol.errors import McpError, method_not_found
 
@@ -54,6 +55,13 @@ class Dialect:
     cacheable_methods: frozenset[str] = frozenset()
     #: Requests that may answer ``input_required`` (2026-07-28 only).
     mrtr_methods: frozenset[str] = frozenset()
+    #: Whether a JSON array of messages (a JSON-RPC batch) is part of the version (2025-03-26).
+    batches: bool = False
+    #: Whether HTTP requests after ``initialize`` carry ``MCP-Protocol-Version`` (2025-06-18 on).
+    protocol_version_header: bool = True
+    #: The ``ClientCapabilities`` keys the version defines; the client declares only those.
+    #: ``None``: every key the caller gives is declared (the versions snodo speaks by default).
+    client_capabilities: frozenset[str] | None = None
 
     @property
     def stateless(self) -> bool:
@@ -67,6 +75,13 @@ class Dialect:
             | self.client_notifications
             | self.server_notifications
         )
+
+    def declared_capabilities(self, capabilities: Mapping[str, Any]) -> dict[str, Any]:
+        """The client capabilities to declare in ``initialize`` on this version: without the
+        keys it does not define (no ``elicitation`` before 2025-06-18)."""
+        if self.client_capabilities is None:
+            return dict(capabilities)
+        return {k: v for k, v in capabilities.items() if k in self.client_capabilities}
 
     def check_client_request(self, method: str) -> None:
         """Refuse, before anything is sent, a method this dialect does not let a client request.

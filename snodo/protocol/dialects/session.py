@@ -1,4 +1,4 @@
-"""What the session-era versions (2025-11-25, 2025-06-18) share."""
+"""What the session-era versions (2025-11-25 down to 2024-11-05) share."""
 
 from __future__ import annotations
 
@@ -12,6 +12,9 @@ def session_dialect(
     server_requests: frozenset[str],
     client_notifications: frozenset[str],
     server_notifications: frozenset[str],
+    batches: bool = False,
+    protocol_version_header: bool = True,
+    client_capabilities: frozenset[str] | None = None,
 ) -> Dialect:
     """A session-era dialect: no ``_meta`` requirements, no cache hints, no MRTR."""
     return Dialect(
@@ -21,6 +24,9 @@ def session_dialect(
         server_requests=server_requests,
         client_notifications=client_notifications,
         server_notifications=server_notifications,
+        batches=batches,
+        protocol_version_header=protocol_version_header,
+        client_capabilities=client_capabilities,
     )
 
 
@@ -43,9 +49,13 @@ COMMON_CLIENT_REQUESTS: frozenset[str] = frozenset(
     }
 )
 
-COMMON_SERVER_REQUESTS: frozenset[str] = frozenset(
-    {"ping", "sampling/createMessage", "roots/list", "elicitation/create"}
-)
+#: What a server may ask of the client before 2025-06-18 (no elicitation yet).
+LEGACY_SERVER_REQUESTS: frozenset[str] = frozenset({"ping", "sampling/createMessage", "roots/list"})
+
+COMMON_SERVER_REQUESTS: frozenset[str] = LEGACY_SERVER_REQUESTS | {"elicitation/create"}
+
+#: The ``ClientCapabilities`` keys of 2024-11-05 and 2025-03-26.
+LEGACY_CLIENT_CAPABILITIES: frozenset[str] = frozenset({"experimental", "roots", "sampling"})
 
 COMMON_CLIENT_NOTIFICATIONS: frozenset[str] = frozenset(
     {
@@ -74,5 +84,7 @@ __all__ = [
     "COMMON_CLIENT_REQUESTS",
     "COMMON_SERVER_NOTIFICATIONS",
     "COMMON_SERVER_REQUESTS",
+    "LEGACY_CLIENT_CAPABILITIES",
+    "LEGACY_SERVER_REQUESTS",
     "session_dialect",
 ]
