@@ -212,6 +212,11 @@ class Subscription:
         except (pykka.ActorDeadError, CallTimeout):
             pass
 
+    def ended_elsewhere(self) -> None:
+        """The reader took the ``Closed`` event from ``into`` (``snodo.aio``): the owner is no
+        longer watched, as after ``next()`` returned it. Never blocks."""
+        self._end_here()
+
     def resumed(self, listening: Listening) -> None:
         """The stream was opened again on a restarted connection (``snodo.lifecycle``)."""
         with self._lock:

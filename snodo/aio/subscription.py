@@ -90,6 +90,7 @@ class AsyncSubscription:
             self._owed = False
         elif isinstance(event, Closed):
             self._ended = True
+            self.subscription.ended_elsewhere()  # its owner watch ends here, as next()'s does
         return event
 
     def __aiter__(self) -> AsyncSubscription:
