@@ -19,6 +19,7 @@ _EXPORTS = {
     "connect": "snodo.connections",
     "Stdio": "snodo.transports.targets",
     "Http": "snodo.transports.targets",
+    "Sse": "snodo.transports.targets",
     "McpError": "snodo.protocol.errors",
     "HandlerError": "snodo.protocol.errors",
     "InputRequired": "snodo.protocol.results",
@@ -63,6 +64,7 @@ __all__ = [
     "Progress",
     "RequestOptions",
     "Session",
+    "Sse",
     "StateChange",
     "Stdio",
     "Subscription",
@@ -100,6 +102,7 @@ if TYPE_CHECKING:
     from snodo.transports.base import RequestOptions as RequestOptions
     from snodo.transports.base import Transport as Transport
     from snodo.transports.targets import Http as Http
+    from snodo.transports.targets import Sse as Sse
     from snodo.transports.targets import Stdio as Stdio
 
 

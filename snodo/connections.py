@@ -5,6 +5,7 @@ handshake), driven by the pure decisions of ``snodo.protocol.negotiation``."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +20,7 @@ from snodo.options import (
     check_timeout,
     client_keywords,
 )
-from snodo.protocol import dialects, jsonrpc, negotiation, results
+from snodo.protocol import dialects, jsonrpc, legacy_sse, negotiation, results
 from snodo.protocol import meta as meta_rules
 from snodo.protocol.dialects import Dialect
 from snodo.protocol.errors import McpError, invalid_params
@@ -135,8 +136,11 @@ def connect(
 ) -> Client:
     """Connect to a server and settle the protocol version before returning.
 
-    ``target`` is ``snodo.Stdio(command, args)``, ``snodo.Http(url)``, or ``(TransportClass,
-    init_arg)`` for a custom transport (``snodo.Transport``). Allowed versions from both eras are
+    ``target`` is ``snodo.Stdio(command, args)``, ``snodo.Http(url)``, ``snodo.Sse(url)`` (the
+    HTTP+SSE transport of 2024-11-05, which it implies: a ``protocol=`` without that version is
+    -32602), or ``(TransportClass, init_arg)`` for a custom transport (``snodo.Transport``).
+    ``snodo.Http`` with 2024-11-05 allowed falls back to HTTP+SSE when its POST of
+    ``initialize`` is refused with 400, 404 or 405 (docs/decisions/0040). Allowed versions from both eras are
     probed with ``server/discover`` (``probe_timeout``); any answer but a discovery result
     reopens the transport — on stdio that starts the server again — and sends ``initialize``. A
     pin, or a list from one era, skips the probe.
@@ -152,10 +156,13 @@ def connect(
     (derived from ``target`` by default), ``log_level`` and ``log_handler``: the server's log
     messages (``snodo.server_logs``; "Server log messages" in the README).
     """
-    from snodo.transports.targets import Http, Stdio
+    from snodo.transports.targets import Http, Sse, Stdio
 
     name = default_name(target) if name is None else name
     check_name(name)
+    if isinstance(target, Sse):  # the transport carries 2024-11-05 only
+        allowed = None if protocol is None else negotiation.allowed_versions(protocol)
+        protocol = legacy_sse.sse_versions(allowed)
     if stderr is not None and not isinstance(target, Stdio):
         raise ValueError("stderr= applies to stdio servers only")
     options = build_options(**client_keywords(locals()))
@@ -168,19 +175,45 @@ def connect(
     answer = partial(answer_server_request, options.input_handlers)
     logs = ServerLogs(log_handler, name)
 
-    def supervised(open_transport: Callable[[], Any]) -> Client:
+    def supervised(
+        open_transport: Callable[[], Any], legacy: Callable[[], Any] | None = None
+    ) -> Client:
         def reopen() -> Negotiated:
-            return negotiate(lambda: logs.attach(open_transport()), options, probe_timeout)
+            return negotiate(
+                lambda: logs.attach(open_transport()),
+                options,
+                probe_timeout,
+                None if legacy is None else lambda: logs.attach(legacy()),
+            )
 
         supervision = Supervision(policy, watched, reopen, ping_interval, on_state, supervisor)
         deliver_state(on_state, StateChange("connecting", "opening"))
         return _client(reopen(), options, answer, supervision)
 
-    if isinstance(target, Http):
+    if isinstance(target, (Http, Sse)):
         from snodo.transports.streamable_http import HttpTransport
 
         if env is not None or cwd is not None:
             raise ValueError("env= and cwd= apply to stdio servers only")
+
+        def open_sse() -> Any:
+            from snodo.transports.http_sse import SseTransport
+
+            return SseTransport(
+                Sse(target.url),
+                headers=headers,
+                token_provider=token_provider,
+                max_response_bytes=max_response_bytes,
+                verify=verify,
+                ca_certs=ca_certs,
+                client_cert=client_cert,
+                on_server_request=answer,
+                max_server_requests=max_server_requests,
+                connect_timeout=options.timeout,
+            )
+
+        if isinstance(target, Sse):
+            return supervised(open_sse)
 
         def open_http() -> HttpTransport:
             return HttpTransport(
@@ -195,7 +228,9 @@ def connect(
                 standard_headers=negotiation.announces_standard_headers(options.protocol),
             )
 
-        return supervised(open_http)
+        return supervised(
+            open_http, open_sse if legacy_sse.LEGACY_VERSION in options.protocol else None
+        )
     if isinstance(target, tuple):
         if env is not None or cwd is not None or headers is not None or token_provider is not None:
             raise ValueError(
@@ -257,26 +292,32 @@ def custom_opener(
 
 
 def negotiate(
-    open_transport: Callable[[], Any], options: ClientOptions, probe_timeout: float
+    open_transport: Callable[[], Any],
+    options: ClientOptions,
+    probe_timeout: float,
+    legacy: Callable[[], Any] | None = None,
 ) -> Negotiated:
-    """Open a transport and settle the version as the reference's "Protocol versions" says."""
+    """Open a transport and settle the version as the reference's "Protocol versions" says.
+
+    ``legacy`` opens the HTTP+SSE transport that ``snodo.Http`` falls back to when its POST of
+    ``initialize`` is refused (``legacy_sse.falls_back``; None: no fallback)."""
     plan = negotiation.plan(options.protocol)
     transport = open_transport()
     try:
         if plan.action == "stateless":
             return Negotiated(transport, dialects.get(plan.version), None)
         if plan.action == "initialize":
-            return _initialized(transport, options, plan.version)
+            return _initialized(transport, options, plan.version, legacy)
         verdict = negotiation.probe_verdict(
             _probe(transport, options, probe_timeout), options.protocol
         )
         if verdict.action == "use":
             return Negotiated(transport, dialects.get(verdict.version), None)
         if verdict.action == "initialize":
-            return _initialized(transport, options, verdict.version)
+            return _initialized(transport, options, verdict.version, legacy)
         transport.close()
         transport = open_transport()
-        return _initialized(transport, options, verdict.version)
+        return _initialized(transport, options, verdict.version, legacy)
     except BaseException:
         transport.close()
         raise
@@ -363,9 +404,35 @@ def initialize_session(
     return session
 
 
-def _initialized(transport: Any, options: ClientOptions, version: str) -> Negotiated:
-    session = initialize_session(transport, options, version, dialects.get(version))
+def _initialized(
+    transport: Any,
+    options: ClientOptions,
+    version: str,
+    legacy: Callable[[], Any] | None = None,
+) -> Negotiated:
+    try:
+        session = initialize_session(transport, options, version, dialects.get(version))
+    except McpError as error:
+        if legacy is None or not legacy_sse.falls_back(error, options.protocol):
+            raise
+        transport.close()
+        return _fell_back(legacy, options, error)
     return Negotiated(transport, dialects.get(session.version), session)
+
+
+def _fell_back(legacy: Callable[[], Any], options: ClientOptions, refused: McpError) -> Negotiated:
+    """The spec's backwards compatibility (2025-03-26): after the POST of ``initialize`` was
+    refused, GET the same URL for an HTTP+SSE stream and initialize there with 2024-11-05."""
+    try:
+        transport = legacy()
+    except McpError as error:
+        raise legacy_sse.fallback_error(refused, error) from None
+    try:
+        version = legacy_sse.LEGACY_VERSION
+        return _initialized(transport, replace(options, protocol=(version,)), version)
+    except BaseException:
+        transport.close()
+        raise
 
 
 def _probe(transport: Any, options: ClientOptions, probe_timeout: float) -> dict[str, Any] | None:

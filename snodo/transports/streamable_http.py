@@ -345,6 +345,47 @@ class HttpTransport(BaseTransport):
         finally:
             response.discard()
 
+    def open_get_stream(
+        self, headers: Mapping[str, str], timeout: float | None
+    ) -> http_wire.Response:
+        """GET this URL's event stream, left open for the caller to read and shut down (the
+        HTTP+SSE transport of 2024-11-05: ``snodo.transports.http_sse``). The token provider,
+        the 401 refresh, TLS and the head limit are every request's; the head must come within
+        ``timeout`` (-32001), the body has no deadline. An answer that is no 2xx event stream
+        raises its error (``streamable.status_error``); none carries a credential sent."""
+        self._check_open()
+        call = self._calls.begin()  # close() cuts the GET until its head has come
+        started = time.monotonic()
+        expired = threading.Event()
+
+        def cut() -> None:
+            expired.set()
+            call.close()
+
+        timer = None
+        if timeout is not None:
+            from snodo.supervision.timers import call_later
+
+            timer = call_later(timeout, cut)
+        try:
+            response, _ = self._send("GET", None, dict(headers), timeout, stream=True, call=call)
+        except McpError as error:
+            if expired.is_set():
+                raise Deadline.within(timeout, started).error(cause=_DEADLINE) from None
+            raise self._settle(error, call) from None
+        finally:
+            if timer is not None:
+                timer.cancel()
+            self._calls.end(call)
+        if expired.is_set():
+            response.discard()
+            raise Deadline.within(timeout, started).error(cause=_DEADLINE)
+        if 200 <= response.status < 300 and is_event_stream(response.headers):
+            return response
+        refusal = self._refused(response)
+        response.discard()
+        raise refusal
+
     def delete_session(self, timeout: float | None = None) -> None:
         """End the session-era session with DELETE (its outcome is ignored; 405 is fine)."""
         if self.session_id is None:

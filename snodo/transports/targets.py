@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 
 __all__ = [
     "Http",
+    "Sse",
     "Stdio",
 ]
 
@@ -35,6 +36,24 @@ class Http:
     url: str
 
     def __post_init__(self) -> None:
-        parts = urlsplit(self.url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"not an http(s) URL: {self.url!r}")
+        _check_http_url(self.url)
+
+
+@dataclass(frozen=True, slots=True)
+class Sse:
+    """An HTTP+SSE target (the 2024-11-05 transport): ``snodo.connect(snodo.Sse(url))``.
+
+    ``url`` is the event stream's (a GET opens it; its ``endpoint`` event names where messages
+    are POSTed). The connection speaks 2024-11-05 only (docs/decisions/0040).
+    """
+
+    url: str
+
+    def __post_init__(self) -> None:
+        _check_http_url(self.url)
+
+
+def _check_http_url(url: str) -> None:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"not an http(s) URL: {url!r}")
