@@ -605,6 +605,11 @@ class Fleet:
                 if member.catalog is None or member.state not in ("ready", "idle"):
                     continue
                 items.extend(item["item"] for item in member.catalog.get(kind) or ())
+        if kind in ("tools", "prompts"):  # a name two servers give is the first one's, as routed
+            named: dict[Any, dict[str, Any]] = {}
+            for item in items:
+                named.setdefault(item.get("name"), item)
+            items = list(named.values())
         return [dict(item) for item in items]
 
     def _load(self, kind: Kind) -> None:
