@@ -14,8 +14,10 @@ import asyncio
 import gc
 import inspect
 import logging
+import os
 import queue
 import re
+import signal
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -419,3 +421,28 @@ def test_a_name_two_fleet_servers_give_goes_to_the_first_in_config_order(
     assert [(t["name"], t["fleet"]["server"]) for t in tools] == [("a_b_c", "a")]
     assert result["content"][0]["text"] == "first_server"
     assert "two servers give the same name" in caplog.text
+
+
+# -- ping_interval -------------------------------------------------------------------------
+
+
+def test_under_temporary_a_failed_ping_is_only_logged(caplog: pytest.LogCaptureFixture) -> None:
+    """Restart policies: ping_interval under "temporary": "a failed or timed-out ping ... is
+    only logged, and the connection stays open" (here: a server stopped with SIGSTOP, then
+    continued, answers the next call)."""
+    client = snodo.connect(
+        support.snodo_server(), cwd=ROOT, protocol="2025-11-25", ping_interval=0.2
+    )
+    pid = client.transport.pid
+    try:
+        with caplog.at_level(logging.WARNING, logger="snodo.connection"):
+            os.kill(pid, signal.SIGSTOP)
+            try:
+                wait_until(lambda: "ping failed" in caplog.text, 10.0)
+            finally:
+                os.kill(pid, signal.SIGCONT)
+        assert client.state == "ready" and not client.closed
+        assert client.call_tool("echo", {"text": "hi"})["content"][0]["text"] == "hi"
+        assert client.transport.pid == pid
+    finally:
+        client.close()
