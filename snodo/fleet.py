@@ -55,7 +55,7 @@ from snodo.supervision import (
 )
 from snodo.supervision.restarts import RestartAfter, decide
 from snodo.transports.stdio import StdioTransport, stderr_mode
-from snodo.transports.targets import Http, Stdio
+from snodo.transports.targets import Http, Sse, Stdio
 
 if TYPE_CHECKING:
     from pykka import ActorRef
@@ -687,6 +687,8 @@ class Fleet:
         target: Any = (
             Stdio(spec.command or "", list(spec.args))
             if spec.transport == "stdio"
+            else Sse(spec.url or "")
+            if spec.transport == "sse"
             else Http(spec.url or "")
         )
         try:

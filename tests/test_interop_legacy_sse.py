@@ -211,3 +211,11 @@ def test_asyncio_client_over_sse(server: LegacyServer) -> None:
     text, seen = asyncio.run(_async_calls(server.url))
     assert text == "did 2 steps"
     assert seen == [1, 2]
+
+
+def test_a_fleet_entry_of_type_sse_connects_over_http_sse(server: LegacyServer) -> None:
+    """``"type": "sse"`` in an ``mcpServers`` config builds an ``snodo.Sse`` server."""
+    config = {"mcpServers": {"old": {"type": "sse", "url": server.url}}}
+    with snodo.Fleet(config) as fleet:
+        assert "old_echo" in [tool["name"] for tool in fleet.list_tools()]
+        assert _text(fleet.call_tool("old_echo", {"text": "fleet"})) == "fleet"

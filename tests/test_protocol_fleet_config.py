@@ -129,13 +129,21 @@ def test_type_stdio_is_a_stdio_entry() -> None:
     assert one({**GIT, "type": "stdio"}).transport == "stdio"
 
 
-def test_type_sse_is_refused_with_its_hint() -> None:
-    """The HTTP+SSE transport (``type: "sse"``) is not supported, and the error says so."""
-    message = refused({"type": "sse", "url": "https://old.example/sse"}, name="old")
-    assert "'old'" in message
-    assert '"type"' in message
-    assert "'sse'" in message
-    assert "HTTP+SSE transport is not supported" in message
+def test_type_sse_is_an_http_sse_entry() -> None:
+    """``"type": "sse"`` is the HTTP+SSE transport of 2024-11-05 (``snodo.Sse``, issue 18): the
+    URL and headers of an HTTP entry; ``protocol`` may be left out (the target implies it)."""
+    spec = one({"type": "sse", "url": "https://old.example/sse", "headers": {"X-A": "b"}})
+    assert spec.transport == "sse"
+    assert (spec.url, spec.headers) == ("https://old.example/sse", (("X-A", "b"),))
+    assert spec.connect_options() == {"headers": {"X-A": "b"}}
+    listed = one({"type": "sse", "url": "https://o.example/sse", "protocol": ["2024-11-05"]})
+    assert dict(listed.options) == {"protocol": ["2024-11-05"]}
+
+
+@pytest.mark.parametrize("protocol", ["2025-06-18", ["2025-11-25", "2025-06-18"], 7])
+def test_type_sse_with_a_protocol_without_2024_11_05_is_refused(protocol: Any) -> None:
+    message = refused({"type": "sse", "url": "https://o.example/sse", "protocol": protocol})
+    assert 'key "protocol" must allow 2024-11-05' in message
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,11 @@ The format is the one Claude Desktop, Cursor, VS Code, Claude Code and FastMCP r
 
     {"mcpServers": {"git": {"command": "uvx", "args": ["mcp-server-git"]},
                     "docs": {"type": "http", "url": "https://docs.example/mcp",
-                             "headers": {"authorization": "Bearer ${DOCS_TOKEN}"}}}}
+                             "headers": {"authorization": "Bearer ${DOCS_TOKEN}"}},
+                    "old": {"type": "sse", "url": "http://127.0.0.1:3001/sse"}}}
+
+(``"type": "sse"`` is the HTTP+SSE transport of 2024-11-05: ``snodo.Sse``, which implies that
+version; a ``protocol`` without it is refused.)
 
 with snodo's own per-server keys (:data:`CONNECT_KEYS`, :data:`FLEET_KEYS`). A bad config is
 refused with a ``ValueError`` that names the server and the key.
@@ -19,6 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any, Literal
+
+from snodo.protocol.legacy_sse import LEGACY_VERSION
 
 __all__ = [
     "CONNECT_KEYS",
@@ -100,8 +106,8 @@ class ServerSpec:
     leaves the server as it is (compared, not hashed: option values may be dicts)."""
 
     name: str
-    transport: Literal["stdio", "http"]
-    #: stdio: the command and its arguments; http: the URL and headers.
+    transport: Literal["stdio", "http", "sse"]
+    #: stdio: the command and its arguments; http and sse: the URL and headers.
     command: str | None = None
     args: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
@@ -217,12 +223,17 @@ def _server(name: Any, entry: Any, environ: Mapping[str, str]) -> ServerSpec:
     if not isinstance(entry, Mapping):
         raise ValueError(f"{where}: an entry is a mapping, not {type(entry).__name__}")
     kind = entry.get("type")
+    transport: Literal["stdio", "http", "sse"]
     if "url" in entry:
-        if kind is not None and kind not in _HTTP_TYPES:
-            hint = " (the HTTP+SSE transport is not supported)" if kind == "sse" else ""
-            raise ValueError(f'{where}: key "type": {kind!r} is not an HTTP type{hint}')
-        transport: Literal["stdio", "http"] = "http"
+        if kind is not None and kind not in _HTTP_TYPES and kind != "sse":
+            raise ValueError(f'{where}: key "type": {kind!r} is not an HTTP type')
+        transport = "sse" if kind == "sse" else "http"
         allowed = _HTTP_KEYS
+        if transport == "sse" and not _allows_legacy(entry.get("protocol", LEGACY_VERSION)):
+            raise ValueError(
+                f'{where}: key "protocol" must allow {LEGACY_VERSION}, the only version of '
+                '"type": "sse" (the HTTP+SSE transport; leave "protocol" out to imply it)'
+            )
     elif "command" in entry:
         if kind is not None and kind != "stdio":
             raise ValueError(f'{where}: key "type": {kind!r} with "command" (expected "stdio")')
@@ -257,10 +268,10 @@ def _server(name: Any, entry: Any, environ: Mapping[str, str]) -> ServerSpec:
         raise ValueError(f'{where}: key "disabled": {disabled!r} (expected true or false)')
     tools = _tool_filter(entry.get("tools"), where)
     idle_timeout = None if idle is None else float(idle)
-    if transport == "http":
+    if transport != "stdio":
         return ServerSpec(
             name,
-            "http",
+            transport,
             url=expand(_string(entry["url"], where, "url"), environ, f'{where}: key "url"'),
             headers=_pairs(entry.get("headers"), environ, where, "headers"),
             options=options,
@@ -292,6 +303,13 @@ def _server(name: Any, entry: Any, environ: Mapping[str, str]) -> ServerSpec:
         disabled=disabled,
         tools=tools,
     )
+
+
+def _allows_legacy(protocol: Any) -> bool:
+    """Whether a ``protocol`` value (a version or a list of them) names 2024-11-05."""
+    if isinstance(protocol, str):
+        return protocol == LEGACY_VERSION
+    return isinstance(protocol, Sequence) and LEGACY_VERSION in list(protocol)
 
 
 def _string(value: Any, where: str, key: str) -> str:

@@ -185,7 +185,13 @@ class SseTransport(BaseTransport):
                 raise ValueError(f"request id {request_id!r} is already in flight")
             self._waiting[request_id] = waiter
         try:
-            self._post(message, options, deadline.remaining(time.monotonic()))
+            try:
+                self._post(message, options, deadline.remaining(time.monotonic()))
+            except McpError as error:
+                lost = self._lost  # the stream went first (its end then closed the POST)
+                if lost is None or error.code == errors.REQUEST_TIMEOUT:
+                    raise
+                raise _copy(lost) from None
             while True:
                 remaining = deadline.remaining(time.monotonic())
                 if remaining is not None and remaining <= 0:
