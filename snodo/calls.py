@@ -423,10 +423,11 @@ def round_handler_failed(
 
 
 def checked_round_answer(task: InputTask, response: Any, pending: InputRequired | None) -> Any:
-    """A round handler's answer, or the -32603 when it does not fit the kind."""
-    if not inputs.valid_response(task.kind, response):
+    """A round handler's answer, or the -32603 naming what does not fit the kind."""
+    problem = inputs.response_problem(task.kind, response)
+    if problem is not None:
         raise errors.internal_error(
-            f"Input handler for {task.key!r} returned an invalid {task.kind} response",
+            f"Input handler for {task.key!r} returned an invalid {task.kind} response: {problem}",
             cause=("input_handler", task.key, ("invalid_response", response), pending),
         )
     return response
@@ -458,10 +459,11 @@ def server_handler_failed(method: str, failure: HandlerError) -> McpError:
 
 
 def checked_server_answer(method: str, kind: str, response: Any) -> dict[str, Any]:
-    """A server request handler's answer, or the -32603 when it does not fit the kind."""
-    if not inputs.valid_response(kind, response):
+    """A server request handler's answer, or the -32603 naming what does not fit the kind."""
+    problem = inputs.response_problem(kind, response)
+    if problem is not None:
         raise errors.internal_error(
-            f"Input handler for {method} returned an invalid response",
+            f"Input handler for {method} returned an invalid response: {problem}",
             cause=("input_handler", ("invalid_response", response)),
         )
     return cast("dict[str, Any]", response)

@@ -31,15 +31,19 @@ from snodo.options import (
     call_options,
     check_timeout,
 )
-from snodo.protocol import errors, results
+from snodo.protocol import errors, jsonrpc, results
 from snodo.protocol.dialects import Dialect
 from snodo.protocol.dialects.base import LIST_KINDS
 from snodo.protocol.errors import McpError
-from snodo.protocol.inputs import Done
+from snodo.protocol.inputs import ROOTS_LIST_CHANGED, Done, roots_changed_refusal
+from snodo.protocol.meta import notification_params
 from snodo.protocol.negotiation import Session
 from snodo.protocol.results import InputRequired, Page
+from snodo.protocol.trace import validate_trace_context
 from snodo.stats import CallStats
 from snodo.transports.base import (
+    NotifyingTransport,
+    RequestOptions,
     ServerRequestHandler,
     Transport,
     byte_counts_of,
@@ -432,6 +436,56 @@ class Client:
                 log_level=log_level,
             )
         )
+
+    def notify(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        meta: Mapping[str, Any] | None = None,
+        trace_context: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Send the notification ``method`` and return once it is written (stdio), delivered
+        (direct) or accepted (HTTP: 202, within ``timeout``).
+
+        The catalog rule of ``request()``: on session-era versions a notification the version
+        does not define is -32601 before anything is sent; on 2026-07-28 an unlisted method (an
+        extension's) is sent. ``notifications/initialized`` and ``notifications/cancelled`` are
+        snodo's own (ValueError); ``notifications/roots/list_changed`` is ``roots_changed()``'s
+        rule. A closed connection is -32000.
+        """
+        if not isinstance(method, str):
+            raise TypeError("method must be a string")
+        dialect = self._dialect
+        if method == ROOTS_LIST_CHANGED:
+            refusal = roots_changed_refusal(self._options.client_capabilities, dialect)
+            if refusal is not None:
+                raise refusal
+        else:
+            dialect.check_client_notification(method)
+        check_timeout("timeout", timeout)
+        trace = validate_trace_context(trace_context) if trace_context is not None else None
+        message = jsonrpc.notification(method, notification_params(params, meta=meta, trace=trace))
+        if self._closed or self._gone:
+            raise self._closed_error()
+        transport = self._transport
+        if not isinstance(transport, NotifyingTransport):
+            raise TypeError(
+                f"{type(transport).__name__} cannot send notifications (it has no notify())"
+            )
+        wait = timeout if timeout is not None else self._options.timeout
+        transport.notify(message, RequestOptions(dialect=dialect, timeout=wait))
+
+    def roots_changed(self, *, timeout: float | None = None) -> None:
+        """Tell the server the client's roots changed (``notifications/roots/list_changed``):
+        it asks for them again with ``roots/list``, which the roots input handler answers.
+
+        Only when the client declared ``roots.listChanged`` (``client_capabilities=
+        {"roots": {"listChanged": True}}``), else -32021; and only on versions that define it
+        (the session era), else -32601. Nothing is sent when it is refused.
+        """
+        self.notify(ROOTS_LIST_CHANGED, timeout=timeout)
 
     def listen(
         self,

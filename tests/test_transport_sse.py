@@ -126,10 +126,8 @@ def test_a_timeout_cancels_once_and_never_resends(sse: LegacySse) -> None:
         client.close()
 
 
-def test_a_stream_dropped_mid_call_fails_it_at_once(sse: LegacySse) -> None:
-    sse.hold.add("slow")
-    client = snodo.connect(snodo.Sse(sse.url), timeout=30.0)
-    failure: list[Any] = []
+def _slow_call(client: snodo.Client, failure: list[Any]) -> threading.Thread:
+    """A thread (not started) that calls the held tool "slow" and keeps the error it gets."""
 
     def call() -> None:
         try:
@@ -137,7 +135,14 @@ def test_a_stream_dropped_mid_call_fails_it_at_once(sse: LegacySse) -> None:
         except snodo.McpError as error:
             failure.append(error)
 
-    worker = threading.Thread(target=call)
+    return threading.Thread(target=call)
+
+
+def test_a_stream_dropped_mid_call_fails_it_at_once(sse: LegacySse) -> None:
+    sse.hold.add("slow")
+    client = snodo.connect(snodo.Sse(sse.url), timeout=30.0)
+    failure: list[Any] = []
+    worker = _slow_call(client, failure)
     try:
         worker.start()
         sse.server.wait_for(lambda r: r.rpc == "tools/call", timeout=5.0)
@@ -158,14 +163,7 @@ def test_close_fails_a_waiting_call_at_once(sse: LegacySse) -> None:
     sse.hold.add("slow")
     client = snodo.connect(snodo.Sse(sse.url), timeout=30.0)
     failure: list[Any] = []
-
-    def call() -> None:
-        try:
-            client.call_tool("slow", {})
-        except snodo.McpError as error:
-            failure.append(error)
-
-    worker = threading.Thread(target=call)
+    worker = _slow_call(client, failure)
     worker.start()
     sse.server.wait_for(lambda r: r.rpc == "tools/call", timeout=5.0)
     started = time.monotonic()

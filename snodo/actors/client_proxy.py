@@ -59,9 +59,11 @@ CALLS = frozenset(
         "list_resource_templates",
         "list_resources",
         "list_tools",
+        "notify",
         "ping",
         "read_resource",
         "request",
+        "roots_changed",
     }
 )
 
@@ -252,6 +254,14 @@ class ClientProxy(pykka.ActorProxy["ClientActor"]):
     def ping(self, *args: Any, **kwargs: Any) -> pykka.ThreadingFuture[Any]:
         """``Client.ping``."""
         return self._submit("ping", args, kwargs)
+
+    def notify(self, *args: Any, **kwargs: Any) -> pykka.ThreadingFuture[Any]:
+        """``Client.notify``: the future's value is None once the notification is sent."""
+        return self._submit("notify", args, kwargs)
+
+    def roots_changed(self, *args: Any, **kwargs: Any) -> pykka.ThreadingFuture[Any]:
+        """``Client.roots_changed``."""
+        return self._submit("roots_changed", args, kwargs)
 
 
 class ClientActor(Actor):

@@ -440,6 +440,33 @@ class AsyncClient:
         )
         return await self._drive(steps)
 
+    async def notify(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        meta: Mapping[str, Any] | None = None,
+        trace_context: Mapping[str, Any] | None = None,
+    ) -> None:
+        """``Client.notify``: the same rules and errors; it runs on the worker pool (a write
+        to a server that does not read, or an HTTP POST, blocks)."""
+        notify = partial(
+            self.client.notify,
+            method,
+            params,
+            timeout=timeout,
+            meta=meta,
+            trace_context=trace_context,
+        )
+        await asyncio.wrap_future(self._pool.run(notify))
+
+    async def roots_changed(self, *, timeout: float | None = None) -> None:
+        """``Client.roots_changed``: ``notifications/roots/list_changed``, when declared."""
+        await asyncio.wrap_future(
+            self._pool.run(partial(self.client.roots_changed, timeout=timeout))
+        )
+
     async def listen(
         self,
         notifications: Mapping[str, Any],

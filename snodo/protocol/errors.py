@@ -204,6 +204,44 @@ def too_large_error(limit: int, what: str = "The response") -> McpError:
     )
 
 
+def exit_message(status: int) -> str:
+    """How a server's end reads: "exited with status N", or "was killed by signal N (NAME)"
+    for a negative status (the signal number, as ``subprocess`` reports it)."""
+    if status >= 0:
+        return f"The server exited with status {status}"
+    import signal  # stdlib data only; loaded when a server has died, not with snodo
+
+    try:
+        name = f" ({signal.Signals(-status).name})"
+    except ValueError:
+        name = ""
+    return f"The server was killed by signal {-status}{name}"
+
+
+def server_exit_error(status: int) -> McpError:
+    """-32000 for a server process that ended with ``status`` (``cause=("exit_status", status)``)."""
+    return connection_error(exit_message(status), cause=("exit_status", status))
+
+
+def exited_before(error: McpError, method: str) -> McpError:
+    """``error`` saying the server ended before it answered ``method`` ("The server exited with
+    status 3 before answering initialize: <its last stderr line>"), when it is a
+    :func:`server_exit_error`; any other error as it is."""
+    cause = error.cause
+    if not (
+        isinstance(cause, tuple)
+        and len(cause) == 2
+        and cause[0] == "exit_status"
+        and type(cause[1]) is int
+    ):
+        return error
+    said = exit_message(cause[1])
+    if not error.message.startswith(said) or error.message.startswith(f"{said} before"):
+        return error
+    message = f"{said} before answering {method}{error.message[len(said) :]}"
+    return McpError(error.code, message, error.data, kind=error.kind, cause=error.cause)
+
+
 def broken_response_error(reason: str, *, cause: Any = None) -> McpError:
     """-32000 for an answer to our request that is not a valid JSON-RPC response (for instance
     both "result" and "error"): the call fails at once instead of waiting for its timeout."""
@@ -234,11 +272,14 @@ __all__ = [
     "McpError",
     "broken_response_error",
     "connection_error",
+    "exit_message",
+    "exited_before",
     "internal_error",
     "invalid_params",
     "max_total_timeout_error",
     "method_not_found",
     "outcome_unknown_error",
+    "server_exit_error",
     "timeout_error",
     "too_large_error",
     "with_outcome",

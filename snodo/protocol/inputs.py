@@ -32,10 +32,12 @@ from collections.abc import Callable, Container, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from snodo.protocol.dialects.base import Dialect
 from snodo.protocol.errors import (
     CONNECTION_CLOSED,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
+    MISSING_CLIENT_CAPABILITY,
     McpError,
     connection_error,
 )
@@ -62,8 +64,6 @@ _DESCRIPTIONS: Final[dict[str, str]] = {
 #: The pause before re-sending a result that carried only a requestState (as the TS client does).
 STATE_ONLY_RETRY_DELAY: Final = 0.25
 
-_ELICITATION_ACTIONS: Final = frozenset({"accept", "decline", "cancel"})
-_ROLES: Final = frozenset({"user", "assistant"})
 _MAX_DEPTH: Final = 64
 
 
@@ -189,36 +189,272 @@ def merge_capabilities(
     return _deep_merge(derived, given)
 
 
-def _json_value(value: Any, depth: int = 0) -> bool:
-    """Whether ``value`` is plain JSON data (str-keyed dicts, lists, scalars), bounded in depth."""
-    if depth > _MAX_DEPTH:
-        return False
-    if value is None or isinstance(value, (str, bool, int)):
-        return True
-    if isinstance(value, float):
-        return value == value and value not in (float("inf"), float("-inf"))
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and _json_value(v, depth + 1) for k, v in value.items())
+#: The notification that tells the server the client's roots changed (session era).
+ROOTS_LIST_CHANGED: Final = "notifications/roots/list_changed"
+
+
+def roots_changed_refusal(capabilities: Mapping[str, Any], dialect: Dialect) -> McpError | None:
+    """Why the client may not send ``notifications/roots/list_changed`` now, or ``None``.
+
+    -32601 on a version that has no such notification (2026-07-28: each input request asks
+    for the roots afresh); -32021 when the client did not declare ``roots.listChanged: true``
+    (a server must not hear of changes it was not told to expect).
+    """
+    if ROOTS_LIST_CHANGED not in dialect.client_notifications:
+        return McpError(
+            METHOD_NOT_FOUND,
+            f"Protocol {dialect.version} has no {ROOTS_LIST_CHANGED}: its servers ask for the "
+            "roots in each request that needs them",
+            {"method": ROOTS_LIST_CHANGED, "protocolVersion": dialect.version},
+        )
+    roots = capabilities.get("roots")
+    if isinstance(roots, Mapping) and roots.get("listChanged") is True:
+        return None
+    return McpError(
+        MISSING_CLIENT_CAPABILITY,
+        "The client did not declare the capability roots.listChanged, so it may not send "
+        f"{ROOTS_LIST_CHANGED}: connect with client_capabilities="
+        '{"roots": {"listChanged": True}} next to the roots input handler',
+        {"requiredCapabilities": {"roots": {"listChanged": True}}},
+        cause=("undeclared_capability", "roots.listChanged"),
+    )
+
+
+# -- what a handler's answer must look like -------------------------------------------------
+#
+# Each check returns ``None`` or the first problem, named by its path in the answer
+# ("roots[1].uri: missing", "content.type: 'foo' is not one of text, image, audio, ..."), so
+# the error a handler bug causes says what to fix.
+
+#: The content block types of a sampling answer, and of a tool result inside one.
+_SAMPLING_BLOCKS: Final = ("text", "image", "audio", "tool_use", "tool_result")
+_CONTENT_BLOCKS: Final = ("text", "image", "audio", "resource_link", "resource")
+#: The longest form of a wrong value in a problem (the whole answer is in the error's cause).
+_VALUE_CHARS: Final = 60
+
+
+def _at(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _json_type(value: Any) -> str:
+    """The JSON name of ``value``'s type (the Python name for what JSON cannot hold)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
     if isinstance(value, list):
-        return all(_json_value(v, depth + 1) for v in value)
-    return False
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return f"a Python {type(value).__name__}"
 
 
-def _optional(obj: dict[str, Any], key: str, check: Callable[[Any], bool]) -> bool:
-    return key not in obj or check(obj[key])
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= _VALUE_CHARS else text[: _VALUE_CHARS - 1] + "…"
 
 
-def _is_dict(value: Any) -> bool:
-    return isinstance(value, dict)
+def _wrong(path: str, expected: str, value: Any) -> str:
+    return f"{path}: must be {expected}, got {_json_type(value)}"
 
 
-def _is_str(value: Any) -> bool:
-    return isinstance(value, str)
+def _needs(obj: dict[str, Any], key: str, path: str, kind: type, expected: str) -> str | None:
+    """``obj[key]`` must be there and be a ``kind``."""
+    if key not in obj:
+        return f"{_at(path, key)}: missing"
+    value = obj[key]
+    if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
+        return _wrong(_at(path, key), expected, value)
+    return None
 
 
-def _one_of(value: Any, allowed: frozenset[str]) -> bool:
-    """``value in allowed`` for untrusted values (an unhashable one is simply not in it)."""
-    return isinstance(value, str) and value in allowed
+def _may(obj: dict[str, Any], key: str, path: str, kind: type, expected: str) -> str | None:
+    """``obj[key]``, when there, must be a ``kind``."""
+    return _needs(obj, key, path, kind, expected) if key in obj else None
+
+
+def _one_of(obj: dict[str, Any], key: str, path: str, allowed: tuple[str, ...]) -> str | None:
+    """``obj[key]`` must be one of ``allowed`` (untrusted: an unhashable value is not)."""
+    if key not in obj:
+        return f"{_at(path, key)}: missing"
+    value = obj[key]
+    if isinstance(value, str) and value in allowed:
+        return None
+    return f"{_at(path, key)}: {_shown(value)} is not one of {', '.join(allowed)}"
+
+
+def _first(*problems: str | None) -> str | None:
+    return next((p for p in problems if p is not None), None)
+
+
+def _json_problem(value: Any, path: str, depth: int = 0) -> str | None:
+    """Where ``value`` stops being plain JSON data (str-keyed dicts, lists, scalars, bounded
+    in depth), or ``None``."""
+    where = path or "the response"
+    if depth > _MAX_DEPTH:
+        return f"{where}: nested deeper than {_MAX_DEPTH} levels"
+    if value is None or isinstance(value, (str, bool, int)):
+        return None
+    if isinstance(value, float):
+        finite = value == value and value not in (float("inf"), float("-inf"))
+        return None if finite else f"{where}: {value!r} is not a JSON number"
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return f"{where}: the key {_shown(key)} is not a string"
+            problem = _json_problem(item, _at(path, key), depth + 1)
+            if problem is not None:
+                return problem
+        return None
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            problem = _json_problem(item, f"{path}[{index}]", depth + 1)
+            if problem is not None:
+                return problem
+        return None
+    return f"{where}: {_json_type(value)} is not JSON data"
+
+
+def _elicit_problem(x: dict[str, Any], strict: bool) -> str | None:
+    problem = _one_of(x, "action", "", ("accept", "decline", "cancel"))
+    if problem is None and strict:
+        problem = _first(
+            _may(x, "content", "", dict, "an object"), _may(x, "_meta", "", dict, "an object")
+        )
+    return problem
+
+
+def _block_type(block: Any, path: str, allowed: tuple[str, ...]) -> str | None:
+    if not isinstance(block, dict):
+        return _wrong(path, "a content block (an object)", block)
+    return _one_of(block, "type", path, allowed)
+
+
+def _media_problem(block: dict[str, Any], path: str) -> str | None:
+    if block["type"] == "text":
+        problem = _needs(block, "text", path, str, "a string")
+    else:
+        problem = _first(
+            _needs(block, "data", path, str, "a string (base64)"),
+            _needs(block, "mimeType", path, str, "a string"),
+        )
+    return _first(
+        problem,
+        _may(block, "annotations", path, dict, "an object"),
+        _may(block, "_meta", path, dict, "an object"),
+    )
+
+
+def _content_block_problem(block: Any, path: str) -> str | None:
+    """A tool result's ``ContentBlock``: text, image, audio, resource link or embedded resource."""
+    problem = _block_type(block, path, _CONTENT_BLOCKS)
+    if problem is not None:
+        return problem
+    kind = block["type"]
+    if kind in ("text", "image", "audio"):
+        return _media_problem(block, path)
+    if kind == "resource_link":
+        return _first(
+            _needs(block, "uri", path, str, "a string"),
+            _needs(block, "name", path, str, "a string"),
+        )
+    problem = _needs(block, "resource", path, dict, "an object")
+    if problem is not None:
+        return problem
+    return _needs(block["resource"], "uri", _at(path, "resource"), str, "a string")
+
+
+def _sampling_block_problem(block: Any, path: str) -> str | None:
+    """A ``SamplingMessageContentBlock``: text, image, audio, tool_use or tool_result."""
+    problem = _block_type(block, path, _SAMPLING_BLOCKS)
+    if problem is not None:
+        return problem
+    kind = block["type"]
+    if kind in ("text", "image", "audio"):
+        return _media_problem(block, path)
+    if kind == "tool_use":
+        return _first(
+            _needs(block, "id", path, str, "a string"),
+            _needs(block, "name", path, str, "a string"),
+            _needs(block, "input", path, dict, "an object"),
+            _may(block, "_meta", path, dict, "an object"),
+        )
+    problem = _first(
+        _needs(block, "toolUseId", path, str, "a string"),
+        _needs(block, "content", path, list, "an array of content blocks"),
+    )
+    if problem is not None:
+        return problem
+    inner = _at(path, "content")
+    return _first(
+        *(_content_block_problem(c, f"{inner}[{i}]") for i, c in enumerate(block["content"])),
+        _may(block, "isError", path, bool, "a boolean"),
+        _may(block, "_meta", path, dict, "an object"),
+    )
+
+
+def _sampling_content_problem(x: dict[str, Any], strict: bool) -> str | None:
+    if "content" not in x:
+        return "content: missing"
+    content = x["content"]
+    if isinstance(content, dict):
+        return _sampling_block_problem(content, "content") if strict else None
+    if not isinstance(content, list):
+        return _wrong("content", "a content block or an array of them", content)
+    if strict and not content:
+        return "content: must not be an empty array"
+    for index, block in enumerate(content):
+        path = f"content[{index}]"
+        problem = (
+            _sampling_block_problem(block, path)
+            if strict
+            else (None if isinstance(block, dict) else _wrong(path, "an object", block))
+        )
+        if problem is not None:
+            return problem
+    return None
+
+
+def _sampling_problem(x: dict[str, Any], strict: bool) -> str | None:
+    problem = _first(
+        _one_of(x, "role", "", ("user", "assistant")),
+        _sampling_content_problem(x, strict),
+        _needs(x, "model", "", str, "a string"),
+    )
+    if problem is None and strict:
+        problem = _first(
+            _may(x, "stopReason", "", str, "a string"), _may(x, "_meta", "", dict, "an object")
+        )
+    return problem
+
+
+def _root_problem(root: Any, path: str, strict: bool) -> str | None:
+    if not isinstance(root, dict):
+        return _wrong(path, "an object", root)
+    problem = _needs(root, "uri", path, str, "a string")
+    if problem is not None or not strict:
+        return problem
+    if not root["uri"].startswith("file://"):
+        return f"{_at(path, 'uri')}: {_shown(root['uri'])} is not a file:// URI"
+    return _first(
+        _may(root, "name", path, str, "a string"), _may(root, "_meta", path, dict, "an object")
+    )
+
+
+def _roots_problem(x: dict[str, Any], strict: bool) -> str | None:
+    problem = _needs(x, "roots", "", list, "an array")
+    if problem is not None:
+        return problem
+    for index, root in enumerate(x["roots"]):
+        problem = _root_problem(root, f"roots[{index}]", strict)
+        if problem is not None:
+            return problem
+    return _may(x, "_meta", "", dict, "an object") if strict else None
 
 
 def valid_elicit_response(x: Any) -> bool:
@@ -226,98 +462,9 @@ def valid_elicit_response(x: Any) -> bool:
     return response_problem("form", x) is None
 
 
-def _elicit_problem(x: dict[str, Any], strict: bool) -> str | None:
-    if not _one_of(x.get("action"), _ELICITATION_ACTIONS):
-        return "action must be accept, decline or cancel"
-    if strict and not (_optional(x, "content", _is_dict) and _optional(x, "_meta", _is_dict)):
-        return "content and _meta must be objects"
-    return None
-
-
-def _content_block(block: Any) -> bool:
-    """A tool result's ``ContentBlock``: text, image, audio, resource link or embedded resource."""
-    if not isinstance(block, dict) or not isinstance(block.get("type"), str):
-        return False
-    kind = block["type"]
-    if kind in ("text", "image", "audio"):
-        return _media_block(block)
-    if kind == "resource_link":
-        return isinstance(block.get("uri"), str) and isinstance(block.get("name"), str)
-    if kind == "resource":
-        resource = block.get("resource")
-        return isinstance(resource, dict) and isinstance(resource.get("uri"), str)
-    return False
-
-
-def _media_block(block: dict[str, Any]) -> bool:
-    if block["type"] == "text":
-        ok = isinstance(block.get("text"), str)
-    else:
-        ok = isinstance(block.get("data"), str) and isinstance(block.get("mimeType"), str)
-    return ok and _optional(block, "annotations", _is_dict) and _optional(block, "_meta", _is_dict)
-
-
-def _sampling_block(block: Any) -> bool:
-    """A ``SamplingMessageContentBlock``: text, image, audio, tool_use or tool_result."""
-    if not isinstance(block, dict) or not isinstance(block.get("type"), str):
-        return False
-    kind = block["type"]
-    if kind in ("text", "image", "audio"):
-        return _media_block(block)
-    if kind == "tool_use":
-        return (
-            isinstance(block.get("id"), str)
-            and isinstance(block.get("name"), str)
-            and isinstance(block.get("input"), dict)
-            and _optional(block, "_meta", _is_dict)
-        )
-    if kind == "tool_result":
-        content = block.get("content")
-        return (
-            isinstance(block.get("toolUseId"), str)
-            and isinstance(content, list)
-            and all(_content_block(c) for c in content)
-            and _optional(block, "isError", lambda v: isinstance(v, bool))
-            and _optional(block, "_meta", _is_dict)
-        )
-    return False
-
-
 def valid_sampling_response(x: Any) -> bool:
     """A ``CreateMessageResult``: role, one content block or a non-empty list, model, stopReason."""
     return response_problem("sampling", x) is None
-
-
-def _sampling_problem(x: dict[str, Any], strict: bool) -> str | None:
-    if not _one_of(x.get("role"), _ROLES):
-        return "role must be user or assistant"
-    content = x.get("content")
-    if strict:
-        if isinstance(content, list):
-            content_ok = bool(content) and all(_sampling_block(b) for b in content)
-        else:
-            content_ok = _sampling_block(content)
-    else:
-        content_ok = isinstance(content, dict) or (
-            isinstance(content, list) and all(isinstance(c, dict) for c in content)
-        )
-    if not content_ok:
-        return "content must be a content block or a list of them"
-    if not isinstance(x.get("model"), str):
-        return "model must be a string"
-    if strict and not (_optional(x, "stopReason", _is_str) and _optional(x, "_meta", _is_dict)):
-        return "stopReason must be a string and _meta an object"
-    return None
-
-
-def _root(root: Any) -> bool:
-    return (
-        isinstance(root, dict)
-        and isinstance(root.get("uri"), str)
-        and root["uri"].startswith("file://")
-        and _optional(root, "name", _is_str)
-        and _optional(root, "_meta", _is_dict)
-    )
 
 
 def valid_roots_response(x: Any) -> bool:
@@ -325,19 +472,9 @@ def valid_roots_response(x: Any) -> bool:
     return response_problem("roots", x) is None
 
 
-def _roots_problem(x: dict[str, Any], strict: bool) -> str | None:
-    roots = x.get("roots")
-    if not isinstance(roots, list) or not all(
-        isinstance(r, dict) and isinstance(r.get("uri"), str) for r in roots
-    ):
-        return "roots must be a list of objects with a uri"
-    if strict and not (all(_root(r) for r in roots) and _optional(x, "_meta", _is_dict)):
-        return "roots must be file:// URIs with string names, _meta an object"
-    return None
-
-
 def response_problem(kind: str, x: Any, *, strict: bool = True) -> str | None:
-    """What is wrong with ``x`` as the result of a ``kind`` input request, or ``None``.
+    """What is wrong with ``x`` as the result of a ``kind`` input request, or ``None``: the
+    first problem, named by its path (``roots[1].uri: missing``).
 
     Client and server check the same shapes. ``strict`` (the client, before it sends what its
     handler returned) checks all the schema says: object ``content`` and ``_meta``, typed
@@ -355,8 +492,8 @@ def response_problem(kind: str, x: Any, *, strict: bool = True) -> str | None:
         problem = _sampling_problem(x, strict)
     else:
         problem = _roots_problem(x, strict)
-    if problem is None and strict and not _json_value(x):
-        return "not plain JSON data"
+    if problem is None and strict:
+        problem = _json_problem(x, "")
     return problem
 
 
@@ -544,6 +681,7 @@ def with_last(error: McpError, last: InputRequired | None) -> McpError:
 __all__ = [
     "KINDS",
     "REQUIRED_KEYS",
+    "ROOTS_LIST_CHANGED",
     "STATE_ONLY_RETRY_DELAY",
     "Done",
     "InputTask",
@@ -557,6 +695,7 @@ __all__ = [
     "params_ok",
     "plan_round",
     "response_problem",
+    "roots_changed_refusal",
     "start_rounds",
     "valid_elicit_response",
     "valid_response",

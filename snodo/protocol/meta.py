@@ -133,6 +133,28 @@ def build_params(
     return out
 
 
+def notification_params(
+    params: Mapping[str, Any] | None,
+    *,
+    meta: Mapping[str, Any] | None = None,
+    trace: Mapping[str, str] | None = None,
+) -> dict[str, Any] | None:
+    """The params of a notification the caller sends (``Client.notify``): a new dict with
+    ``params["_meta"]``, then ``meta``, then ``trace`` (validated already) merged into its
+    ``_meta``; ``None`` when nothing is left. No version metadata: a notification's
+    ``NotificationMetaObject`` carries none, on any version."""
+    given = {} if params is None else _mapping(params, "params")
+    merged = dict(_mapping(given.get("_meta", {}), 'params["_meta"]'))
+    if meta is not None:
+        merged.update(_mapping(meta, "meta"))
+    if trace is not None:
+        merged.update(_mapping(trace, "trace"))
+    out = {key: value for key, value in given.items() if key != "_meta"}
+    if merged:
+        out["_meta"] = merged
+    return out or None
+
+
 __all__ = [
     "CLIENT_CAPABILITIES_KEY",
     "CLIENT_INFO_KEY",
@@ -145,5 +167,6 @@ __all__ = [
     "SUBSCRIPTION_ID_KEY",
     "build_params",
     "check_log_level",
+    "notification_params",
     "stdlib_level",
 ]

@@ -962,11 +962,7 @@ class StdioTransport(BaseTransport):
 
     def _lose_with_status(self, status: int | None) -> None:
         if status is not None:
-            self._lose(
-                errors.connection_error(
-                    f"The server exited with status {status}", cause=("exit_status", status)
-                )
-            )
+            self._lose(errors.server_exit_error(status))
         else:
             self._lose(
                 errors.connection_error("The server closed its stdout", cause=("stdout_closed",))

@@ -163,11 +163,7 @@ class Outbox:
             # Usually the server has exited and the hub has not seen it yet: report the exit.
             status = self._exit_status()
             if status is not None:
-                raise self._lose(
-                    errors.connection_error(
-                        f"The server exited with status {status}", cause=("exit_status", status)
-                    )
-                ) from None
+                raise self._lose(errors.server_exit_error(status)) from None
             raise self._lose(
                 errors.connection_error(
                     "The server closed its stdin (broken pipe)", cause=("port_exit", "epipe")

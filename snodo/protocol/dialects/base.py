@@ -35,6 +35,15 @@ INPUT_METHODS: frozenset[str] = frozenset(
     {"elicitation/create", "sampling/createMessage", "roots/list"}
 )
 
+#: Notifications snodo sends itself, and why ``Client.notify`` refuses them on every version.
+MANAGED_NOTIFICATIONS: dict[str, str] = {
+    "notifications/initialized": "snodo sends it once, right after initialize",
+    "notifications/cancelled": (
+        "snodo sends it when a call times out or its caller stops waiting; "
+        "give the call a timeout= or cancel its task instead"
+    ),
+}
+
 
 @dataclass(frozen=True, slots=True)
 class Dialect:
@@ -95,8 +104,33 @@ class Dialect:
         if self.era == "session" or method in self.all_methods:
             raise self._refusal(method)
 
+    def check_client_notification(self, method: str) -> None:
+        """Refuse, before anything is sent, a notification this dialect does not let a client send.
+
+        The notifications snodo sends itself (:data:`MANAGED_NOTIFICATIONS`) are a ValueError on
+        every version. Otherwise the rule of :meth:`check_client_request`, for notifications:
+        session-era, anything that is not a client notification is -32601; 2026-07-28, a method
+        the catalog lists as a request or a server notification is -32601 and an unlisted one
+        (an extension's) is allowed.
+        """
+        reason = MANAGED_NOTIFICATIONS.get(method)
+        if reason is not None:
+            raise ValueError(f"{method} cannot be sent with notify(): {reason}")
+        if method in self.client_notifications:
+            return
+        if self.era == "session" or method in self.all_methods:
+            raise self._refusal(method)
+
     def _refusal(self, method: str) -> McpError:
         return method_not_found(method, protocolVersion=self.version)
 
 
-__all__ = ["INPUT_METHODS", "LIST_KINDS", "LIST_METHODS", "MRTR_METHODS", "Dialect", "Era"]
+__all__ = [
+    "INPUT_METHODS",
+    "LIST_KINDS",
+    "LIST_METHODS",
+    "MANAGED_NOTIFICATIONS",
+    "MRTR_METHODS",
+    "Dialect",
+    "Era",
+]
