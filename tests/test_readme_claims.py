@@ -30,6 +30,7 @@ import snodo
 import snodo.aio
 from examples.example_runtime import build
 from snodo.server import Runtime
+from snodo.server.http_server import serve_http
 from snodo.supervision import registry
 from snodo.supervision.owner import green_mode
 from tests.support import stdio_support as support
@@ -446,3 +447,34 @@ def test_under_temporary_a_failed_ping_is_only_logged(caplog: pytest.LogCaptureF
         assert client.transport.pid == pid
     finally:
         client.close()
+
+
+# -- limits --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", [LATEST, "2025-11-25"])
+def test_an_event_stream_answering_a_call_is_one_body_notifications_included(version: str) -> None:
+    """Limits: "An event stream that answers a request counts as one body, notifications
+    included": fifty progress reports of 200 bytes pass a 4 KiB limit that the answer alone
+    does not (the same call without progress= succeeds)."""
+    runtime = Runtime("chatty", "1.0")
+
+    def chatty(arguments: dict[str, Any], ctx: Any) -> str:
+        for i in range(50):
+            ctx.progress(i, 50, "x" * 200)
+        return "done"
+
+    runtime.add_tool("chatty", chatty)
+    server = serve_http(runtime)
+    try:
+        client = snodo.connect(snodo.Http(server.url), protocol=version, max_response_bytes=4096)
+        try:
+            with pytest.raises(snodo.McpError) as raised:
+                client.call_tool("chatty", {}, progress=lambda params: None)
+            assert raised.value.code == -32000
+            assert raised.value.cause == ("max_response_bytes", 4096)
+            assert client.call_tool("chatty", {})["content"][0]["text"] == "done"
+        finally:
+            client.close()
+    finally:
+        server.close()
