@@ -54,6 +54,7 @@ from snodo.transports.base import (
 if TYPE_CHECKING:
     from snodo.cached_calls import CachedCalls
     from snodo.lifecycle import Lifecycle, Negotiated, Supervision
+    from snodo.output_validation import KnownSchemas
     from snodo.subscription import ListenContext, Subscription
 
 _log = get_logger("snodo.client")
@@ -115,6 +116,8 @@ class Client:
         self._cached = cached
         #: What every call runs: the pipeline, or the cache around it.
         self._calls: CallPipeline | CachedCalls = cached if cached is not None else pipeline
+        #: The tools' outputSchemas listed on this connection (made on the first validated call).
+        self._known: KnownSchemas | None = None
 
     # -- what the connection is -------------------------------------------------------------
 
@@ -322,8 +325,13 @@ class Client:
         reset_timeout_on_progress: bool | None = None,
         max_total_timeout: float | None = None,
         log_level: str | None = None,
+        validate_output: bool | None = None,
     ) -> dict[str, Any] | InputRequired:
-        """``tools/call`` by name, or with the definition from ``list_tools`` (for Mcp-Param-*)."""
+        """``tools/call`` by name, or with the definition from ``list_tools`` (for Mcp-Param-*).
+
+        ``validate_output`` (None: the client's option) checks the result's
+        ``structuredContent`` against the tool's ``outputSchema`` (docs/decisions/0041).
+        """
         return drive(
             self._call_tool(
                 tool,
@@ -338,6 +346,7 @@ class Client:
                 reset_timeout_on_progress=reset_timeout_on_progress,
                 max_total_timeout=max_total_timeout,
                 log_level=log_level,
+                validate_output=validate_output,
             )
         )
 
@@ -602,7 +611,10 @@ class Client:
         if method is None:
             raise ValueError(f"unknown list kind {kind!r}; expected one of {sorted(LIST_KINDS)}")
         call = call_options(timeout, None, meta, trace_context, bypass_cache=bypass_cache)
-        return (yield from list_page(self._send, method, cursor, call, self._traits.header_policy))
+        page = yield from list_page(self._send, method, cursor, call, self._traits.header_policy)
+        if method == "tools/list" and self._known is not None:
+            self._known.learn(page.items)
+        return page
 
     def _call_tool(
         self,
@@ -619,6 +631,7 @@ class Client:
         reset_timeout_on_progress: bool | None = None,
         max_total_timeout: float | None = None,
         log_level: str | None = None,
+        validate_output: bool | None = None,
     ) -> Steps[dict[str, Any] | InputRequired]:
         definition: Mapping[str, Any] | None = None
         if isinstance(tool, Mapping):
@@ -644,8 +657,15 @@ class Client:
             definition,
             log_level=log_level,
         )
+        validate = self._options.validate_output if validate_output is None else validate_output
+        if not isinstance(validate, bool):
+            raise TypeError("validate_output must be True, False or None")
+        schema: Any = None
+        remembered = False
+        if validate:
+            schema, remembered = yield from self._output_schema(name, definition, timeout)
         try:
-            return (yield from self._send("tools/call", params, call)).outcome
+            outcome = (yield from self._send("tools/call", params, call)).outcome
         except McpError as error:
             if not results.relists_on_header_mismatch(
                 error, header_policy=self._traits.header_policy, by_name=definition is None
@@ -655,7 +675,63 @@ class Client:
             found = next((t for t in listed if t.get("name") == name), None)
             if found is None:
                 raise
-            return (yield from self._send("tools/call", params, replace(call, tool=found))).outcome
+            schema, remembered = found.get("outputSchema"), False
+            call = replace(call, tool=found)
+            outcome = (yield from self._send("tools/call", params, call)).outcome
+        if validate:
+            yield from self._check_output(name, schema, remembered, outcome, timeout)
+        return outcome
+
+    def _known_schemas(self) -> KnownSchemas:
+        """The outputSchemas listed on this connection (made on first use)."""
+        known = self._known
+        if known is None:
+            from snodo.output_validation import KnownSchemas
+
+            known = self._known = KnownSchemas()
+        return known
+
+    def _output_schema(
+        self, name: str, definition: Mapping[str, Any] | None, timeout: float | None
+    ) -> Steps[tuple[Any, bool]]:
+        """The schema a validated call checks against, and whether it was remembered from an
+        earlier listing: the passed definition's; else the one listed on this connection; else
+        list the tools once (None when the tool is not listed: its result is not checked)."""
+        from snodo.output_validation import require_library
+
+        require_library()  # ImportError naming the extra, before anything is sent
+        if definition is not None:
+            return definition.get("outputSchema"), False
+        known = self._known_schemas()
+        listed, schema = known.lookup(name)
+        if listed:
+            return schema, True
+        yield from self._list_all("tools/list", call_options(timeout))
+        return known.lookup(name)[1], False
+
+    def _check_output(
+        self, name: str, schema: Any, remembered: bool, outcome: Any, timeout: float | None
+    ) -> Steps[None]:
+        """Raise the McpError of a result that fails its outputSchema (redacted like other
+        answers). A schema remembered from an earlier listing may be stale: the tools are
+        listed once more, and the result fails only against the server's current schema."""
+        from snodo.output_validation import RedactingTransport, check
+
+        error = check(name, schema, outcome)
+        if error is not None and remembered:
+            try:
+                yield from self._list_all("tools/list", call_options(timeout, bypass_cache=True))
+            except McpError:
+                pass  # the listing failed: the result is judged by the schema it had
+            else:
+                fresh = self._known_schemas().lookup(name)[1]
+                if fresh != schema:
+                    error = check(name, fresh, outcome)
+        if error is not None:
+            transport = self._transport
+            if isinstance(transport, RedactingTransport):
+                error = transport.redacted(error)
+            raise error
 
     def _read_resource(
         self,
@@ -782,7 +858,10 @@ class Client:
 
     def _list_all(self, method: str, call: CallOptions) -> Steps[list[dict[str, Any]]]:
         max_pages, policy = self._options.max_pages, self._traits.header_policy
-        return (yield from list_all(self._send, method, call, max_pages, policy))
+        listed = yield from list_all(self._send, method, call, max_pages, policy)
+        if method == "tools/list" and self._known is not None:
+            self._known.learn(listed)  # what validated calls check against (decision 0041)
+        return listed
 
     def _listen_context(self) -> ListenContext:
         from snodo.subscription import ListenContext
@@ -808,6 +887,8 @@ class Client:
         """
         if self._cached is not None:
             self._cached.observe(method, params)
+        if self._known is not None and method == "notifications/tools/list_changed":
+            self._known.forget()
 
 
 class ClientSteps:

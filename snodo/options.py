@@ -49,6 +49,9 @@ class ClientOptions:
     log_handler: Any = None
     #: The server's name in logs (derived from the target by ``connect``/``direct``).
     name: str | None = None
+    #: Check each tool result's ``structuredContent`` against the tool's ``outputSchema``
+    #: (``snodo.output_validation``, docs/decisions/0041); a call may say otherwise.
+    validate_output: bool = False
 
 
 #: The keywords of :func:`build_options` (and the client options of ``connect``/``direct``)
@@ -66,6 +69,12 @@ def build_options(**given: Any) -> ClientOptions:
     value = {**OPTION_DEFAULTS, **given}
     if not isinstance(value["cache"], bool):
         raise TypeError("cache must be True or False")
+    if not isinstance(value["validate_output"], bool):
+        raise TypeError("validate_output must be True or False")
+    if value["validate_output"]:
+        from snodo.output_validation import require_library
+
+        require_library()  # the extra is missing: say so at connect, not at the first call
     handlers = inputs.validate_handlers(value["input_handlers"])
     check_log_level("log_level", value["log_level"])
     check_positive_int("max_input_rounds", value["max_input_rounds"], allow_zero=True)
@@ -88,6 +97,7 @@ def build_options(**given: Any) -> ClientOptions:
         log_level=value["log_level"],
         log_handler=value["log_handler"],
         name=value["name"],
+        validate_output=value["validate_output"],
     )
 
 

@@ -329,6 +329,7 @@ class AsyncClient:
         reset_timeout_on_progress: bool | None = None,
         max_total_timeout: float | None = None,
         log_level: str | None = None,
+        validate_output: bool | None = None,
     ) -> dict[str, Any] | InputRequired:
         """``tools/call`` by name, or with the definition from ``list_tools``."""
         steps = self._steps.call_tool(
@@ -344,6 +345,7 @@ class AsyncClient:
             reset_timeout_on_progress=reset_timeout_on_progress,
             max_total_timeout=max_total_timeout,
             log_level=log_level,
+            validate_output=validate_output,
         )
         return await self._drive(steps)
 

@@ -52,6 +52,7 @@ CONNECT_KEYS = frozenset(
         "restart_window",
         "ping_interval",
         "cache",
+        "validate_output",
         "max_response_bytes",
         "max_server_requests",
         "max_input_rounds",
