@@ -256,3 +256,37 @@ def _everything_calls(client: snodo.Client) -> None:
     for city in ("New York", "Chicago", "Los Angeles"):
         result = client.call_tool("get-structured-content", {"location": city})
         assert isinstance(result["structuredContent"]["temperature"], (int, float))
+
+
+def test_a_fleet_server_validates_and_forwards_the_call_option() -> None:
+    """snodo.Fleet: "validate_output" is a server's key, and Fleet.call_tool forwards the
+    per-call keyword to the server's Client."""
+    entry = {
+        "command": support.PYTHON,
+        "args": ["-m", "snodo.server", "tests.test_client_output_schema:runtime"],
+        "cwd": str(support.ROOT),
+        "validate_output": True,
+    }
+    with snodo.Fleet({"mcpServers": {"s": entry}}) as fleet:
+        assert fleet.call_tool("s_shop", {})["structuredContent"] == GOOD
+        with pytest.raises(snodo.McpError) as caught:
+            fleet.call_tool("s_shop", {"mode": "bad_type"})
+        assert "$.items[2].price: type: expected number" in caught.value.message
+        off = fleet.call_tool("s_shop", {"mode": "bad_type"}, validate_output=False)
+        assert off["structuredContent"] == _bad_type()
+
+
+def test_the_actor_proxy_validates() -> None:
+    from snodo.actors import start_direct
+
+    ref = start_direct(build(), validate_output=True)
+    try:
+        mcp = ref.proxy()
+        assert mcp.call_tool("shop", {}).get(timeout=10)["structuredContent"] == GOOD
+        with pytest.raises(snodo.McpError) as caught:
+            mcp.call_tool("shop", {"mode": "missing_required"}).get(timeout=10)
+        assert "$.items[1]: required: 'id'" in caught.value.message
+        off = mcp.call_tool("shop", {"mode": "bad_type"}, validate_output=False).get(timeout=10)
+        assert off["structuredContent"] == _bad_type()
+    finally:
+        ref.stop()
