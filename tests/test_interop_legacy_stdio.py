@@ -12,7 +12,10 @@ saying how to allow it.
 from __future__ import annotations
 
 import json
+import logging
+import queue
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -190,3 +193,33 @@ def test_brave_search_lists_its_tools_on_2024_11_05(node: str) -> None:
         tools = {t["name"]: t for t in brave.list_tools()}
     assert set(tools) == {"brave_web_search", "brave_local_search"}
     assert tools["brave_web_search"]["inputSchema"]["required"] == ["query"]
+
+
+def test_a_2025_03_26_batch_line_is_read_element_by_element(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """JSON-RPC batches (2025-03-26): one line holding two responses (in reverse order), a log
+    notification and a ping request is read element by element: each call gets its own
+    response, the notification reaches the log handler and the ping is answered. The empty
+    batch before it and the element that is not JSON-RPC are skipped with a warning each, and
+    lose nothing else."""
+    log = tmp_path / "wire.jsonl"
+    messages: queue.Queue[snodo.LogMessage] = queue.Queue(maxsize=10)
+    target = support.script("scripted_batch.py", "--versions", "2025-03-26", "--log", str(log))
+    with caplog.at_level(logging.WARNING, logger="snodo"):
+        with snodo.connect(
+            target, protocol="2025-03-26", log_handler=messages, timeout=10.0
+        ) as batched:
+            assert batched.version == "2025-03-26"
+            with ThreadPoolExecutor(2) as pool:
+                calls = [pool.submit(batched.call_tool, "echo", {"text": t}) for t in ("a", "b")]
+                assert [texts(c.result(timeout=15.0)) for c in calls] == [["a"], ["b"]]
+            note = messages.get(timeout=10.0)
+            pong = support.wait_for_message(log, lambda m: m.get("id") == "batch-ping")
+            assert texts(batched.call_tool("alone", {})) == ["alone"]
+    assert (note.level, note.data) == ("info", "in a batch")
+    assert pong == {"jsonrpc": "2.0", "id": "batch-ping", "result": {}}
+    skipped = [r.getMessage() for r in caplog.records if "not JSON-RPC" in r.getMessage()]
+    assert len(skipped) == 2, skipped
+    assert "empty batch" in skipped[0]
+    assert "message is not a JSON object" in skipped[1]
