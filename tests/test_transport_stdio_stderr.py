@@ -72,14 +72,18 @@ def test_a_server_that_exits_at_start_names_its_last_stderr_line(protocol: str |
     assert error.code == -32000
     assert error.kind == "transport"
     assert error.cause == ("exit_status", 1)
-    assert error.message == "The server exited with status 1: fatal: config.toml not found"
+    assert error.message == (
+        "The server exited with status 1 before answering initialize: fatal: config.toml not found"
+    )
     assert error.data["stderr"] == THREE
 
 
 def test_a_last_line_without_a_newline_is_kept() -> None:
     error = connect_error(dying("half a line", status=4, newline=False), protocol="2025-11-25")
     assert error.cause == ("exit_status", 4)
-    assert error.message == "The server exited with status 4: half a line"
+    assert (
+        error.message == "The server exited with status 4 before answering initialize: half a line"
+    )
     assert error.data["stderr"] == ["half a line"]
 
 
@@ -228,7 +232,7 @@ def test_discard_keeps_and_logs_nothing(caplog: pytest.LogCaptureFixture) -> Non
     name = f"snodo.server.{default_name(serving())}.stderr"
     caplog.set_level(logging.INFO, logger=name)
     error = connect_error(three_lines_server(), protocol="2025-11-25", stderr="discard")
-    assert error.message == "The server exited with status 1"
+    assert error.message == "The server exited with status 1 before answering initialize"
     assert error.cause == ("exit_status", 1)
     assert "stderr" not in (error.data or {})
     assert not [r for r in caplog.records if r.name == name]
@@ -261,7 +265,9 @@ def test_inherit_writes_to_the_parent_fd_2_and_discard_does_not(mode: str) -> No
         timeout=60,
         check=True,
     )
-    assert done.stdout.strip() == "'The server exited with status 1' {'outcome': 'unknown'}"
+    assert done.stdout.strip() == (
+        "'The server exited with status 1 before answering initialize' {'outcome': 'unknown'}"
+    )
     lines = ["stderr line 0", "stderr line 1", "inherited"]
     if mode == "inherit":
         assert done.stderr.splitlines() == lines
