@@ -23,7 +23,7 @@ from snodo.options import (
 from snodo.protocol import dialects, jsonrpc, legacy_sse, negotiation, results
 from snodo.protocol import meta as meta_rules
 from snodo.protocol.dialects import Dialect
-from snodo.protocol.errors import McpError, exited_before, invalid_params
+from snodo.protocol.errors import McpError, exited_at_start, invalid_params
 from snodo.protocol.negotiation import Session
 from snodo.server_logs import ServerLogs, check_name, default_name, send_log_level
 from snodo.supervision import Owner, current_owner, owner_of
@@ -383,7 +383,7 @@ def initialize_session(
             jsonrpc.request(next_request_id(), "initialize", params), request_options
         )
     except McpError as error:  # a server that exits at start says so
-        raise exited_before(error, "initialize") from None
+        raise exited_at_start(error) from None
     if "error" in response:
         if "result" in response:  # neither can be trusted: -32000, as for any other call
             results.interpret(dialect, "initialize", response)

@@ -140,11 +140,11 @@ def test_exit_messages_name_the_status_or_the_signal() -> None:
     assert exited.cause == ("exit_status", -signal.SIGTERM) and exited.code == -32000
     tailed = errors.connection_error("The server exited with status 3: boom", cause=exited.cause)
     tailed.cause = ("exit_status", 3)
-    before = errors.exited_before(tailed, "initialize")
-    assert before.message == "The server exited with status 3 before answering initialize: boom"
-    assert errors.exited_before(before, "initialize") is before
+    before = errors.exited_at_start(tailed)
+    assert before.message == "The server exited with status 3 at start: boom"
+    assert errors.exited_at_start(before) is before
     other = errors.connection_error("Connection closed")
-    assert errors.exited_before(other, "initialize") is other
+    assert errors.exited_at_start(other) is other
 
 
 KILL_SELF = "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"
@@ -155,12 +155,12 @@ KILL_SELF = "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"
     [
         (
             [str(support.SERVERS / "broken_exit.py"), "--exit-at-start", "3"],
-            "The server exited with status 3 before answering initialize",
+            "The server exited with status 3 at start",
             ("exit_status", 3),
         ),
         (
             ["-c", KILL_SELF],
-            "The server was killed by signal 9 (SIGKILL) before answering initialize",
+            "The server was killed by signal 9 (SIGKILL) at start",
             ("exit_status", -9),
         ),
     ],
@@ -193,4 +193,4 @@ def test_the_fleet_shows_the_exit_message_unchanged() -> None:
 
         row = wait_until(failed)
     assert row["error"] == str(connecting.value)
-    assert "The server exited with status 3 before answering initialize" in row["error"]
+    assert "The server exited with status 3 at start" in row["error"]

@@ -73,7 +73,7 @@ def test_a_server_that_exits_at_start_names_its_last_stderr_line(protocol: str |
     assert error.kind == "transport"
     assert error.cause == ("exit_status", 1)
     assert error.message == (
-        "The server exited with status 1 before answering initialize: fatal: config.toml not found"
+        "The server exited with status 1 at start: fatal: config.toml not found"
     )
     assert error.data["stderr"] == THREE
 
@@ -81,9 +81,7 @@ def test_a_server_that_exits_at_start_names_its_last_stderr_line(protocol: str |
 def test_a_last_line_without_a_newline_is_kept() -> None:
     error = connect_error(dying("half a line", status=4, newline=False), protocol="2025-11-25")
     assert error.cause == ("exit_status", 4)
-    assert (
-        error.message == "The server exited with status 4 before answering initialize: half a line"
-    )
+    assert error.message == "The server exited with status 4 at start: half a line"
     assert error.data["stderr"] == ["half a line"]
 
 
@@ -232,7 +230,7 @@ def test_discard_keeps_and_logs_nothing(caplog: pytest.LogCaptureFixture) -> Non
     name = f"snodo.server.{default_name(serving())}.stderr"
     caplog.set_level(logging.INFO, logger=name)
     error = connect_error(three_lines_server(), protocol="2025-11-25", stderr="discard")
-    assert error.message == "The server exited with status 1 before answering initialize"
+    assert error.message == "The server exited with status 1 at start"
     assert error.cause == ("exit_status", 1)
     assert "stderr" not in (error.data or {})
     assert not [r for r in caplog.records if r.name == name]
@@ -266,7 +264,7 @@ def test_inherit_writes_to_the_parent_fd_2_and_discard_does_not(mode: str) -> No
         check=True,
     )
     assert done.stdout.strip() == (
-        "'The server exited with status 1 before answering initialize' {'outcome': 'unknown'}"
+        "'The server exited with status 1 at start' {'outcome': 'unknown'}"
     )
     lines = ["stderr line 0", "stderr line 1", "inherited"]
     if mode == "inherit":

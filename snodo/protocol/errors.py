@@ -223,9 +223,9 @@ def server_exit_error(status: int) -> McpError:
     return connection_error(exit_message(status), cause=("exit_status", status))
 
 
-def exited_before(error: McpError, method: str) -> McpError:
-    """``error`` saying the server ended before it answered ``method`` ("The server exited with
-    status 3 before answering initialize: <its last stderr line>"), when it is a
+def exited_at_start(error: McpError) -> McpError:
+    """``error`` saying the server ended at start, before it answered ``initialize`` ("The server
+    exited with status 3 at start: <its last stderr line>"), when it is a
     :func:`server_exit_error`; any other error as it is."""
     cause = error.cause
     if not (
@@ -236,9 +236,9 @@ def exited_before(error: McpError, method: str) -> McpError:
     ):
         return error
     said = exit_message(cause[1])
-    if not error.message.startswith(said) or error.message.startswith(f"{said} before"):
+    if not error.message.startswith(said) or error.message.startswith(f"{said} at start"):
         return error
-    message = f"{said} before answering {method}{error.message[len(said) :]}"
+    message = f"{said} at start{error.message[len(said) :]}"
     return McpError(error.code, message, error.data, kind=error.kind, cause=error.cause)
 
 
@@ -273,7 +273,7 @@ __all__ = [
     "broken_response_error",
     "connection_error",
     "exit_message",
-    "exited_before",
+    "exited_at_start",
     "internal_error",
     "invalid_params",
     "max_total_timeout_error",
