@@ -1,8 +1,9 @@
 """The codec and JSON-RPC envelopes (snodo.protocol.jsonrpc).
 
-Rules: JSON-RPC 2.0 envelopes (MCP uses no batches, params and results are objects); the reference's
-JSONValue decoder (integer literals over 64 digits refused, every integer exact, a 1.5-million-digit
-integer an error and not a crash); runtime-costs.md section 5 (orjson turns integer literals beyond
+Rules: JSON-RPC 2.0 envelopes (params and results are objects; batches, which only 2025-03-26
+defines, are split by unbatch and each element checked alone); the reference's JSONValue decoder
+(integer literals over 64 digits refused, every integer exact, a 1.5-million-digit integer an
+error and not a crash); runtime-costs.md section 5 (orjson turns integer literals beyond
 64 bits into floats, writes NaN as null, accepts duplicate keys, refuses nesting deeper than 1024).
 """
 
@@ -21,7 +22,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from snodo.protocol import jsonrpc
+from snodo.protocol import jsonrpc, streamable
 from snodo.protocol.errors import INVALID_REQUEST, PARSE_ERROR, McpError
 from snodo.protocol.jsonrpc import (
     MAX_DEPTH,
@@ -920,3 +921,76 @@ def test_refused_response_id_does_not_check_the_envelope_itself() -> None:
     message = {"jsonrpc": "2.0", "id": 9, "result": {}}
     assert isinstance(jsonrpc.classify(message), jsonrpc.Response)
     assert jsonrpc.refused_response_id(message) == 9
+
+
+# -- batches (2025-03-26; read on every version: docs/decisions/0039) ----------------------------
+
+
+def test_unbatch_gives_one_message_or_a_batchs_elements_in_order() -> None:
+    one = {"jsonrpc": "2.0", "id": 1, "result": {}}
+    two = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {}}
+    assert jsonrpc.unbatch(one) == [one]
+    assert jsonrpc.unbatch(jsonrpc.decode(jsonrpc.encode([two, one]))) == [two, one]
+    assert [type(jsonrpc.classify(m)) for m in jsonrpc.unbatch([two, one])] == [
+        jsonrpc.Notification,
+        jsonrpc.Response,
+    ]
+
+
+def test_an_empty_batch_is_an_invalid_request() -> None:
+    with pytest.raises(DecodeError) as caught:
+        jsonrpc.unbatch(jsonrpc.decode(b"[]"))
+    assert caught.value.code == INVALID_REQUEST
+    assert "empty batch" in caught.value.reason
+
+
+def test_a_bad_element_is_refused_alone_and_a_nested_batch_too() -> None:
+    good = {"jsonrpc": "2.0", "id": 2, "result": {}}
+    elements = jsonrpc.unbatch([7, [good], good])
+    assert len(elements) == 3
+    for bad in elements[:2]:
+        with pytest.raises(DecodeError) as caught:
+            jsonrpc.classify(bad)
+        assert caught.value.code == INVALID_REQUEST
+    assert jsonrpc.classify(elements[2]) == jsonrpc.Response(2, {})
+
+
+def test_messages_in_splits_a_body_or_an_events_batch() -> None:
+    response = {"jsonrpc": "2.0", "id": 3, "result": {"ok": True}}
+    note = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info"}}
+    assert streamable.messages_in(jsonrpc.encode(response)) == ([response], None)
+    assert streamable.messages_in(jsonrpc.encode([note, response]).decode()) == (
+        [note, response],
+        None,
+    )
+    assert streamable.messages_in("") == ([], None)  # a priming event
+
+
+@pytest.mark.parametrize(
+    ("data", "kept", "reason"),
+    [
+        (b"[]", 0, "empty batch"),
+        (b"not json", 0, "invalid JSON"),
+        (b'{"id": 1}', 0, "not a JSON-RPC 2.0 object"),
+        (b'[{"jsonrpc": "2.0", "method": "a"}, 7, {"jsonrpc": "1.0"}]', 1, "2 of the batch's 3"),
+    ],
+)
+def test_messages_in_says_what_it_skipped_and_keeps_the_rest(
+    data: bytes, kept: int, reason: str
+) -> None:
+    messages, skipped = streamable.messages_in(data)
+    assert len(messages) == kept
+    assert skipped is not None and reason in skipped
+
+
+def test_a_post_answer_that_is_a_batch_gives_our_response() -> None:
+    ours = {"jsonrpc": "2.0", "id": 5, "result": {"mine": True}}
+    other = {"jsonrpc": "2.0", "id": 6, "result": {}}
+    note = {"jsonrpc": "2.0", "method": "notifications/message", "params": {}}
+    assert streamable.read_post_answer(5, jsonrpc.encode([other, note, ours])) == ours
+    assert streamable.read_post_answer(5, jsonrpc.encode([note, ours])) == ours
+    assert streamable.read_post_answer(5, jsonrpc.encode(ours)) == ours
+    assert streamable.read_post_answer(5, b"[]") is None
+    with pytest.raises(McpError) as caught:
+        streamable.read_post_answer(5, jsonrpc.encode([other]))
+    assert caught.value.cause == ("unexpected_id", 6)

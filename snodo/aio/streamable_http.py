@@ -46,9 +46,9 @@ from snodo.protocol.headers import mcp_headers, stream_headers
 from snodo.protocol.http1 import FramingError, HeadTooLarge
 from snodo.protocol.sse import EventTooLarge, SseParser
 from snodo.protocol.streamable import (
-    event_message,
     is_event_stream,
     may_resume,
+    messages_in,
     read_post_answer,
     response_to,
     retry_delay,
@@ -653,27 +653,26 @@ class AsyncHttp:
                 except EventTooLarge:
                     raise too_large_error(self._limit, "An event") from None
                 for event in events:
-                    item = event_message(event.data)
-                    if item is None:
-                        if event.data:
-                            _log.info("skipped an event that is not JSON-RPC")
-                        continue
-                    if "method" not in item:
-                        answer = response_to(item, request_id)
-                        if answer is not None:
-                            return answer
-                        continue
-                    if "id" in item:
-                        await self._serve(item, options, callbacks)
-                    elif item["method"] == "notifications/progress":
-                        params = item.get("params")
-                        if progress is not None and is_progress_for(params, request_id):
-                            await settle(progress(params))
-                            if deadline.resets:
-                                deadline = deadline.after_progress(time.monotonic())
-                                flight.arm(loop, deadline.ends())
-                    else:
-                        events_out.deliver(item["method"], item.get("params"))
+                    items, skipped = messages_in(event.data)  # one, or a batch's
+                    if skipped is not None:
+                        _log.info("skipped an event that is not JSON-RPC", reason=skipped)
+                    for item in items:
+                        if "method" not in item:
+                            answer = response_to(item, request_id)
+                            if answer is not None:
+                                return answer
+                            continue
+                        if "id" in item:
+                            await self._serve(item, options, callbacks)
+                        elif item["method"] == "notifications/progress":
+                            params = item.get("params")
+                            if progress is not None and is_progress_for(params, request_id):
+                                await settle(progress(params))
+                                if deadline.resets:
+                                    deadline = deadline.after_progress(time.monotonic())
+                                    flight.arm(loop, deadline.ends())
+                        else:
+                            events_out.deliver(item["method"], item.get("params"))
         finally:
             response.discard()  # an event stream never goes back to the pool
 

@@ -46,6 +46,7 @@ __all__ = [
     "refused_response_id",
     "request",
     "result_response",
+    "unbatch",
 ]
 
 RequestId: TypeAlias = str | int
@@ -481,11 +482,26 @@ def _invalid(reason: str, raw_id: object = None) -> DecodeError:
     return DecodeError(INVALID_REQUEST, reason, id=valid_id)
 
 
+def unbatch(obj: Any) -> list[Any]:
+    """The messages one decoded JSON value holds: the value itself, or a batch's elements.
+
+    A batch (a JSON array, which only 2025-03-26 defines) is read on every version: snodo never
+    sends one, and refusing a server's would lose the answers in it (docs/decisions/0039).
+    DecodeError(INVALID_REQUEST) for an empty batch; the elements are not checked here, so one
+    bad element is refused by :func:`classify` alone and the others are kept.
+    """
+    if type(obj) is not list:
+        return [obj]
+    if not obj:
+        raise _invalid("empty batch (a JSON array with no message)")
+    return obj
+
+
 def classify(obj: Any) -> Message:
     """Check a decoded message's JSON-RPC 2.0 envelope and say what it is.
 
-    Raises DecodeError(INVALID_REQUEST) with a reason for any other shape, including batches
-    (arrays), which no spoken MCP version uses.
+    Raises DecodeError(INVALID_REQUEST) with a reason for any other shape, including an array
+    (a batch is split with :func:`unbatch` first; an array inside one is refused here).
     """
     if not isinstance(obj, dict):
         if isinstance(obj, list):

@@ -33,6 +33,7 @@ __all__ = [
     "listen_refusal",
     "may_resume",
     "media_type",
+    "messages_in",
     "opens_standalone_stream",
     "read_post_answer",
     "response_to",
@@ -90,6 +91,26 @@ def event_message(data: str) -> dict[str, Any] | None:
     return decode_body(data)
 
 
+def messages_in(data: bytes | str) -> tuple[list[dict[str, Any]], str | None]:
+    """The JSON-RPC messages a body or an event's data holds (one, or a batch's elements:
+    :func:`jsonrpc.unbatch`), and why anything in it was skipped (None when nothing was: also
+    for empty data, a priming event). A bad element is skipped alone."""
+    if not data:
+        return [], None
+    try:
+        decoded = jsonrpc.decode(data)
+        elements = jsonrpc.unbatch(decoded)
+    except jsonrpc.DecodeError as exc:
+        return [], exc.reason
+    kept = [e for e in elements if isinstance(e, dict) and e.get("jsonrpc") == "2.0"]
+    if len(kept) == len(elements):
+        return kept, None
+    if elements is not decoded:
+        return kept, "not a JSON-RPC 2.0 object"
+    skipped = len(elements) - len(kept)
+    return kept, f"{skipped} of the batch's {len(elements)} elements are not JSON-RPC 2.0 objects"
+
+
 def response_to(item: dict[str, Any], request_id: RequestId) -> dict[str, Any] | None:
     """``item`` when it is the response to ``request_id``; None when it answers nothing of
     ours. A message shaped as our response that ``classify`` refuses (both "result" and
@@ -133,10 +154,14 @@ def read_post_answer(request_id: RequestId, body: bytes) -> dict[str, Any] | Non
     JSON-RPC response (the caller raises :func:`status_error`).
 
     An error without an id is taken as ours (it gets ``request_id``); a response to another id
-    is -32000 ``unexpected_id``.
+    is -32000 ``unexpected_id``. A batch (2025-03-26) is searched for ``request_id``'s response.
     """
-    decoded = decode_body(body)
-    if decoded is None or "method" in decoded:
+    answers = [m for m in messages_in(body)[0] if "method" not in m]
+    decoded = next(
+        (m for m in answers if jsonrpc.refused_response_id(m) == request_id),
+        answers[0] if len(answers) == 1 else None,
+    )
+    if decoded is None:
         return None
     answer = response_to(decoded, request_id)
     if answer is not None:

@@ -701,10 +701,14 @@ class StdioTransport(BaseTransport):
             self._on_oversized(line)
             return
         try:
-            message = jsonrpc.decode(line)
+            messages = jsonrpc.unbatch(jsonrpc.decode(line))
         except jsonrpc.DecodeError as exc:
             self._skipped(line, exc)
             return
+        for message in messages:  # one, or a batch's (2025-03-26)
+            self._on_message(line, message)
+
+    def _on_message(self, line: bytes, message: Any) -> None:
         try:
             kind = jsonrpc.classify(message)
         except jsonrpc.DecodeError as exc:

@@ -43,9 +43,9 @@ from snodo.protocol.headers import (
 )
 from snodo.protocol.sse import EventTooLarge, SseParser
 from snodo.protocol.streamable import (
-    event_message,
     is_event_stream,
     may_resume,
+    messages_in,
     opens_standalone_stream,
     read_post_answer,
     response_to,
@@ -518,18 +518,17 @@ class HttpTransport(BaseTransport):
                         break
                     failures = 0
                     for event in parser.feed(chunk):
-                        item = event_message(event.data)
-                        if item is None:
-                            if event.data:
-                                _log.info("skipped an event that is not JSON-RPC")
-                            continue
-                        if "method" not in item:
-                            continue
-                        if "id" in item:
-                            self._serve(item, options)
-                        else:
-                            _log.debug("notification", method=item["method"])
-                            self.session_events.deliver(item["method"], item.get("params"))
+                        items, skipped = messages_in(event.data)  # one, or a batch's
+                        if skipped is not None:
+                            _log.info("skipped an event that is not JSON-RPC", reason=skipped)
+                        for item in items:
+                            if "method" not in item:
+                                continue
+                            if "id" in item:
+                                self._serve(item, options)
+                            else:
+                                _log.debug("notification", method=item["method"])
+                                self.session_events.deliver(item["method"], item.get("params"))
             except Exception as exc:  # a broken stream, or close() shutting it down
                 _log.info(
                     "standalone stream broke off", url=self.url, error=self.redacted(repr(exc))
@@ -853,27 +852,28 @@ class HttpTransport(BaseTransport):
                 except EventTooLarge:
                     raise self._too_large("An event") from None
                 for event in events:
-                    item = event_message(event.data)
-                    if item is None:
-                        if event.data:
-                            _log.info("skipped an event that is not JSON-RPC")
-                        continue
-                    if "method" not in item:
-                        answer = response_to(item, request_id)
-                        if answer is not None:
-                            return answer
-                        continue
-                    if "id" in item:
-                        self._serve(item, options, call)
-                    elif item["method"] == "notifications/progress":
-                        params = item.get("params")
-                        if options.on_progress is not None and is_progress_for(params, request_id):
-                            options.on_progress(params)
-                            if deadline.resets:
-                                deadline = deadline.after_progress(time.monotonic())
-                                watchdog.arm(response, deadline.remaining(time.monotonic()))
-                    else:
-                        self.session_events.deliver(item["method"], item.get("params"))
+                    items, skipped = messages_in(event.data)  # one, or a batch's
+                    if skipped is not None:
+                        _log.info("skipped an event that is not JSON-RPC", reason=skipped)
+                    for item in items:
+                        if "method" not in item:
+                            answer = response_to(item, request_id)
+                            if answer is not None:
+                                return answer
+                            continue
+                        if "id" in item:
+                            self._serve(item, options, call)
+                        elif item["method"] == "notifications/progress":
+                            params = item.get("params")
+                            if options.on_progress is not None and is_progress_for(
+                                params, request_id
+                            ):
+                                options.on_progress(params)
+                                if deadline.resets:
+                                    deadline = deadline.after_progress(time.monotonic())
+                                    watchdog.arm(response, deadline.remaining(time.monotonic()))
+                        else:
+                            self.session_events.deliver(item["method"], item.get("params"))
         except BaseException:
             response.discard()
             raise
