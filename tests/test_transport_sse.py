@@ -183,3 +183,17 @@ def test_the_fallback_reports_both_answers_when_there_is_no_legacy_stream(sse: L
     assert caught.value.cause[0] == "sse_fallback"
     assert "HTTP 405" in caught.value.message
     assert [r.method for r in sse.server.received()] == ["POST", "GET"]
+
+
+def test_the_endpoint_session_secret_is_never_in_an_error(sse: LegacySse) -> None:
+    """The endpoint's session id lets anyone post into the session: a refused POST's error
+    names the endpoint with it redacted, as Streamable HTTP redacts ``Mcp-Session-Id``."""
+    sse.authorize = lambda r: r.method == "GET"  # the stream opens; every POST is 401
+    with pytest.raises(snodo.McpError) as caught:
+        snodo.connect(snodo.Sse(sse.url))
+    assert caught.value.code == -32000
+    assert "/messages?sessionId=" in caught.value.message
+    secret = "s3cr3t-0123456789abcdef"
+    assert secret not in caught.value.message
+    assert secret not in repr(caught.value) and secret not in repr(caught.value.cause)
+    assert [p.target for p in sse.posts()] == [f"/messages?sessionId={secret}"]
