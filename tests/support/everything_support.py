@@ -44,9 +44,7 @@ INSTALL_DEADLINE = 240.0
 def pinned_versions() -> dict[str, str]:
     """Every package tests/interop/package.json pins and its version (an ``npm:`` alias's too)."""
     manifest = json.loads((INTEROP / "package.json").read_text())
-    return {
-        name: str(spec).rsplit("@", 1)[-1] for name, spec in manifest["dependencies"].items()
-    }
+    return {name: str(spec).rsplit("@", 1)[-1] for name, spec in manifest["dependencies"].items()}
 
 
 def installed_version(package: str) -> str | None:
