@@ -52,9 +52,9 @@ _milliseconds = _number(int, "a number of milliseconds", 0)
 _port = _number(int, "a port number", 0, 65535)
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(prog: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m snodo.server",
+        prog=prog,
         description="Serve a snodo Runtime over stdio (one JSON-RPC message per line), "
         "or over Streamable HTTP with --http.",
     )
@@ -113,12 +113,13 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Parse the command line and serve; the exit status."""
-    args = _parser().parse_args(argv)
+def main(argv: Sequence[str] | None = None, *, prog: str = "python -m snodo.server") -> int:
+    """Parse the command line and serve; the exit status (``prog``: ``snodo serve`` names
+    itself in help and errors)."""
+    args = _parser(prog).parse_args(argv)
     if args.server_request_timeout <= 0:
         print(
-            "python -m snodo.server: error: --server-request-timeout must be positive",
+            f"{prog}: error: --server-request-timeout must be positive",
             file=sys.stderr,
         )
         return 2
@@ -136,7 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     if args.port is not None or args.host is not None or args.sse_retry_ms is not None:
         print(
-            "python -m snodo.server: error: --host, --port and --sse-retry-ms need --http",
+            f"{prog}: error: --host, --port and --sse-retry-ms need --http",
             file=sys.stderr,
         )
         return 2
