@@ -24,19 +24,54 @@ class TaskCancelled(Exception):
 
 
 class Task:
-    """A running function with ``interrupt``, ``join`` and ``is_alive``."""
+    """A running function with ``interrupt``, ``join`` and ``is_alive``.
 
-    def __init__(self, fn: Callable[[], None], name: str) -> None:
+    ``on_end()`` runs in the task once ``fn`` has ended, however it ended; no interrupt lands
+    after ``fn``: a later one is refused and a pending one cleared, so the task's bookkeeping
+    in ``on_end`` cannot be cut short.
+    """
+
+    def __init__(
+        self, fn: Callable[[], None], name: str, on_end: Callable[[], None] | None = None
+    ) -> None:
         self._glet: Any = None
         self._thread: threading.Thread | None = None
+        self._ending = threading.Lock()
+        self._ended = False
         if green_mode():
             import gevent
 
-            self._glet = gevent.spawn(fn)
+            self._glet = gevent.spawn(self._body, fn, on_end)
             self._glet.name = name
         else:
-            self._thread = threading.Thread(target=fn, name=name, daemon=True)
+            self._thread = threading.Thread(
+                target=self._body, args=(fn, on_end), name=name, daemon=True
+            )
             self._thread.start()
+
+    def _body(self, fn: Callable[[], None], on_end: Callable[[], None] | None) -> None:
+        try:
+            fn()
+        except TaskCancelled:
+            pass  # interrupted: the task ends
+        finally:
+            self._settle()
+            if on_end is not None:
+                on_end()
+
+    def _settle(self) -> None:
+        """Refuse later interrupts and clear one sent but not yet raised."""
+        while True:
+            try:
+                with self._ending:
+                    self._ended = True
+                    if self._thread is not None:
+                        ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                            ctypes.c_ulong(threading.get_ident()), None
+                        )
+                return
+            except TaskCancelled:
+                continue  # raised just before the lock was taken
 
     def is_alive(self) -> bool:
         if self._glet is not None:
@@ -54,16 +89,19 @@ class Task:
 
     def interrupt(self) -> None:
         """Raise ``TaskCancelled`` inside the task (best effort for threads)."""
-        if self._glet is not None:
-            self._glet.kill(TaskCancelled, block=False)
-            return
-        assert self._thread is not None
-        ident = self._thread.ident
-        if ident is None or not self._thread.is_alive() or "PyPy" in sys.version:
-            return
-        ctypes.pythonapi.PyThreadState_SetAsyncExc(
-            ctypes.c_ulong(ident), ctypes.py_object(TaskCancelled)
-        )
+        with self._ending:
+            if self._ended:
+                return
+            if self._glet is not None:
+                self._glet.kill(TaskCancelled, block=False)
+                return
+            assert self._thread is not None
+            ident = self._thread.ident
+            if ident is None or not self._thread.is_alive() or "PyPy" in sys.version:
+                return
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                ctypes.c_ulong(ident), ctypes.py_object(TaskCancelled)
+            )
 
     def join(self, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for the end; True when it has ended."""

@@ -113,10 +113,8 @@ class HandlerPool(PooledActor):
                 pass
             except Exception:
                 _log.exception("a server-request handler task failed")
-            finally:
-                self._tasks.discard(box[0])
 
-        task = Task(run, "snodo-server-request")
+        task = Task(run, "snodo-server-request", on_end=lambda: self._tasks.discard(box[0]))
         box.append(task)
         self._tasks.add(task)
         started.set()

@@ -50,6 +50,7 @@ class IoHub:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._pending: list[tuple[str, int, _Watch | None, threading.Event | None]] = []
+        self._calls: list[Callable[[], None]] = []
         self._watches: dict[int, _Watch] = {}
         self._thread: threading.Thread | None = None
         self._selector: selectors.BaseSelector | None = None
@@ -126,6 +127,17 @@ class IoHub:
         if not done.wait(timeout):
             _log.warning("the I/O hub did not confirm an unwatch", fd=fd)
 
+    def call_soon(self, fn: Callable[[], None]) -> bool:
+        """Run ``fn()`` on the hub once the callbacks of what it already read have run (so ``fn``
+        may read a watched descriptor itself, with no chunk of it in flight). False when the hub
+        is not running: nothing is watched, and the caller may read the descriptor itself."""
+        with self._lock:
+            if self._thread is None:
+                return False
+            self._calls.append(fn)
+            self._wake()
+            return True
+
     @property
     def thread(self) -> threading.Thread | None:
         return self._thread
@@ -150,10 +162,14 @@ class IoHub:
         except BlockingIOError:
             pass  # a wake-up is already pending
 
-    def _apply_pending(self, selector: selectors.BaseSelector) -> bool:
-        """Apply registrations; False when nothing is left to watch (the thread then ends)."""
+    def _apply_pending(
+        self, selector: selectors.BaseSelector
+    ) -> tuple[bool, list[Callable[[], None]]]:
+        """Apply registrations and take the ``call_soon`` functions; False when nothing is left
+        to watch (the thread then ends, once it has run the functions)."""
         with self._lock:
             pending, self._pending = self._pending, []
+            calls, self._calls = self._calls, []
             for action, fd, entry, done in pending:
                 if action == "add" and entry is not None:
                     self._watches[fd] = entry
@@ -173,7 +189,7 @@ class IoHub:
                 if done is not None:
                     done.set()
             if self._watches:
-                return True
+                return True, calls
             # Nothing left: end the thread while holding the lock, so a racing watch() starts a
             # new one.
             self._thread = None
@@ -182,13 +198,18 @@ class IoHub:
             os.close(self._wake_r)
             os.close(self._wake_w)
             self._wake_r = self._wake_w = -1
-            return False
+            return False, calls
 
     def _run(self, selector: selectors.BaseSelector) -> None:
         wake_r = self._wake_r
         selector.register(wake_r, selectors.EVENT_READ, None)
         try:
-            while self._apply_pending(selector):
+            while True:
+                running, calls = self._apply_pending(selector)
+                for call in calls:
+                    self._call(call)
+                if not running:
+                    break
                 for key, _ in selector.select(timeout=5.0):
                     if key.data is None:
                         try:

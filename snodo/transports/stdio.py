@@ -194,8 +194,6 @@ class StdioTransport(BaseTransport):
         self.name = f"stdio-{next(_connection_ids)}-{self._child.pid}"
         # stderr: the lines go to ``_stderr_line``; the last ones are kept for the exit error.
         self._stderr_lock = threading.RLock()  # a sink may close the connection
-        #: Signalled as the hub hands stderr over (a drain waits for a chunk it holds).
-        self._stderr_handed = threading.Condition(self._stderr_lock)
         self._stderr_eof = False
         self._stderr_fd = self._child.stderr
         self._stderr_line = self._stderr_sink(stderr)
@@ -1008,15 +1006,13 @@ class StdioTransport(BaseTransport):
         return line_function
 
     def _on_stderr(self, chunk: bytes) -> None:
-        with self._stderr_handed:
+        with self._stderr_lock:
             self._stderr_lines(self._stderr_framer.feed(chunk))
-            self._stderr_handed.notify_all()
 
     def _on_stderr_eof(self) -> None:
-        with self._stderr_handed:
+        with self._stderr_lock:
             self._stderr_lines(self._stderr_framer.flush())
             self._stderr_eof = True
-            self._stderr_handed.notify_all()
 
     def _stderr_lines(self, lines: list[bytes | Oversized]) -> None:
         """Keep and deliver stderr lines (under ``_stderr_lock``); a sink that raises is logged
@@ -1045,34 +1041,45 @@ class StdioTransport(BaseTransport):
 
     def _with_stderr_tail(self, error: McpError) -> McpError:
         """``error`` with the server's last stderr lines: what it wrote before it went is read
-        first, up to stderr's end. Off the hub, a drain that finds the pipe empty waits (at most
-        ``STDERR_SETTLE``) for the hub to hand over a chunk it read a moment before, or the end;
-        on the hub there is no such chunk."""
-        on_hub = threading.current_thread() is hub().thread
-        deadline = time.monotonic() + STDERR_SETTLE
-        with self._stderr_handed:
-            reads = 0
-            while self._stderr_fd is not None and not self._stderr_eof:
-                if reads >= _STDERR_DRAIN_READS:
-                    break
+        first, up to stderr's end or an empty pipe. The reads run on the hub, after the hub has
+        handed over every chunk it read before, so none is missed or taken out of order; a thread
+        off the hub waits for them at most ``STDERR_SETTLE``."""
+        io = hub()
+        if threading.current_thread() is io.thread:
+            self._drain_stderr()
+        else:
+            drained = threading.Event()
+
+            def drain() -> None:
+                try:
+                    self._drain_stderr()
+                finally:
+                    drained.set()
+
+            if io.call_soon(drain):
+                drained.wait(STDERR_SETTLE)
+            else:
+                self._drain_stderr()  # nothing is watched: no chunk can be in flight
+        with self._stderr_lock:
+            tail = self._stderr_tail
+        return error if tail is None else with_tail(error, tail)
+
+    def _drain_stderr(self) -> None:
+        """Read what stderr holds now (at most ``_STDERR_DRAIN_READS`` reads; a grandchild may
+        hold it open and write on), up to its end or an empty pipe."""
+        with self._stderr_lock:
+            for _ in range(_STDERR_DRAIN_READS):
+                if self._stderr_fd is None or self._stderr_eof:
+                    return
                 try:
                     chunk = os.read(self._stderr_fd, READ_SIZE)
-                except BlockingIOError:
-                    remaining = deadline - time.monotonic()
-                    if on_hub or remaining <= 0:
-                        break
-                    self._stderr_handed.wait(remaining)
-                    continue
-                except OSError:
-                    break
-                reads += 1
+                except OSError:  # BlockingIOError: empty, the writer still there
+                    return
                 if not chunk:
                     self._stderr_lines(self._stderr_framer.flush())
                     self._stderr_eof = True
-                    break
+                    return
                 self._stderr_lines(self._stderr_framer.feed(chunk))
-            tail = self._stderr_tail
-        return error if tail is None else with_tail(error, tail)
 
     def _close_async(self, why: str) -> None:
         """Close from a thread that must not block (the hub, a watcher, the owner actor)."""
@@ -1085,8 +1092,7 @@ class StdioTransport(BaseTransport):
 
 #: Most reads of stderr when the server is gone (a grandchild may hold it open and write on).
 _STDERR_DRAIN_READS = 64
-#: The longest the error of a gone server waits for its last stderr lines (a grandchild that
-#: holds stderr open keeps its end from coming).
+#: The longest the error of a gone server waits for the hub to read its last stderr lines.
 STDERR_SETTLE = 0.5
 #: The ``stderr=`` strings.
 _STDERR_WORDS = ("inherit", "discard")

@@ -929,9 +929,11 @@ def wire_failure(url: str, exc: Exception, deadline: Deadline, fired: bool = Fal
     """The McpError for a failed exchange with ``url``. A request whose deadline passed is
     -32001, whatever the socket said first (a busy thread can delay the timer past the socket's
     own timeout or the server's close: docs/decisions/0030)."""
-    if fired:
+    if fired or deadline.expired(time.monotonic()):
+        # Whichever came first, the timer or the socket's timeout (taken from the deadline), the
+        # cause is the deadline: the sync and async transports race them differently.
         return deadline.error(cause=_DEADLINE)
-    if isinstance(exc, http_wire.WireTimeout) or deadline.expired(time.monotonic()):
+    if isinstance(exc, http_wire.WireTimeout):
         return deadline.error(cause=("http", str(exc)))
     if isinstance(exc, http_wire.ConnectError):
         return errors.with_outcome(
