@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from snodo.cli.arguments import UsageError
 
@@ -145,17 +145,25 @@ def _interactive(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--open", action="store_true", help="open URL elicitations in a browser")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's errors as the command's own: one ``snodo: error:`` line, status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        _fail(f"{message} ({self.prog} --help)")
+        raise SystemExit(EXIT_USAGE)
+
+
 def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
     from snodo import __version__
 
-    top = argparse.ArgumentParser(
+    top = _Parser(
         prog=PROG,
         description="Poke at any MCP server from a terminal or a script.",
         epilog=_TOP_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     top.add_argument("--version", action="version", version=f"snodo {__version__}")
-    commands = top.add_subparsers(dest="command", metavar="COMMAND")
+    commands = top.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     parsers: dict[str, argparse.ArgumentParser] = {}
     for name, (metavar, help_text, example) in _COMMANDS.items():
         sub = commands.add_parser(
@@ -236,13 +244,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command == "serve" and index is not None:
         from snodo.server.__main__ import main as serve
 
-        return serve(words[index + 1 :], prog=f"{PROG} serve")
+        try:
+            return serve(words[index + 1 :], prog=f"{PROG} serve")
+        except SystemExit as exit:  # argparse's --help and usage errors
+            return exit.code if isinstance(exit.code, int) else EXIT_USAGE
     top, parsers = _parsers()
     try:
         if command is None or command not in parsers:
             top.parse_args(words)  # --help, --version, argparse's own errors
-            top.print_usage(sys.stderr)
-            _fail("a command is required")
+            _fail("a command is required (snodo --help)")
             return EXIT_USAGE
         assert index is not None
         parser = parsers[command]
@@ -267,10 +277,17 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         logging.getLogger("snodo").propagate = False
     try:
         handler = _HANDLERS[args.command]
-        return handler(args)
+        status = handler(args)
+        sys.stdout.flush()
+        return status
+    except BrokenPipeError:
+        # stdout's reader went away (``snodo tools x | head -1``): stop quietly.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     except UsageError as error:
-        parser.print_usage(sys.stderr)
-        _fail(str(error))
+        _fail(f"{error} (snodo {args.command} --help)")
         return EXIT_USAGE
     except (Interrupted, KeyboardInterrupt):
         if args.debug:

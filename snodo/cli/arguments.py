@@ -127,12 +127,13 @@ def tool_arguments(
 ) -> dict[str, Any]:
     """The ``arguments`` of a ``tools/call``: ``base`` (from ``--args``), then each
     ``key=value`` word converted against ``schema`` (the tool's ``inputSchema``). A key the
-    schema does not name (unless its ``additionalProperties`` allows more) and a required
-    property left out are usage errors."""
+    schema's ``properties`` do not name (unless ``additionalProperties`` allows more; a schema
+    without ``properties`` takes any key) and a required property left out are usage errors."""
     schema = schema if isinstance(schema, Mapping) else {}
     properties = schema.get("properties")
+    # A schema that declares no properties says nothing of the arguments: any key goes.
+    extra = schema.get("additionalProperties", False) if "properties" in schema else True
     properties = properties if isinstance(properties, Mapping) else {}
-    extra = schema.get("additionalProperties", False)
     arguments = dict(base or {})
     for word in words:
         key, value = split_pair(word)
