@@ -273,8 +273,10 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         logging.basicConfig(level=logging.DEBUG, stream=sys.stderr)
     else:
         # snodo's warnings (a fleet server that fails, say) are not the command's output.
-        logging.getLogger("snodo").addHandler(logging.NullHandler())
-        logging.getLogger("snodo").propagate = False
+        # (The parent of every logger the library names; the command emits to none.)
+        library = logging.getLogger(PROG)
+        library.addHandler(logging.NullHandler())
+        library.propagate = False
     try:
         handler = _HANDLERS[args.command]
         status = handler(args)
