@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from typing import Any
 
 from snodo import McpError
-from snodo.protocol.errors import MISSING_CLIENT_CAPABILITY
+from snodo.protocol.errors import INTERNAL_ERROR, MISSING_CLIENT_CAPABILITY
 from snodo.server import Context, Runtime
 
 IMAGE_PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
@@ -153,6 +154,7 @@ def build() -> Runtime:
     add_resources(rt)
     add_prompts(rt)
     add_change_triggers(rt)
+    add_task_tools(rt)
 
     @rt.completion
     def complete(ref: dict[str, Any], argument: dict[str, Any], context: Any, ctx: Context) -> Any:
@@ -185,6 +187,91 @@ def add_change_triggers(rt: Runtime) -> None:
             description="A prompt added by test_trigger_prompt_change",
         )
         return "prompt list changed"
+
+
+def add_task_tools(rt: Runtime) -> None:
+    """The fixtures of the Tasks extension scenarios (SEP-2663)."""
+
+    @rt.tool(input_schema=NAME_SCHEMA)
+    def greet(args: dict[str, Any], ctx: Context) -> str:
+        """Sync-only: returns Hello, {name}!"""
+        return f"Hello, {args['name']}!"
+
+    @rt.tool(
+        input_schema={
+            "type": "object",
+            "properties": {"seconds": {"type": "number"}, "label": {"type": "string"}},
+        },
+        task="optional",
+    )
+    def slow_compute(args: dict[str, Any], ctx: Context) -> str:
+        """Task-supporting: sleeps `seconds` seconds (ends early when cancelled), then answers"""
+        end = time.monotonic() + float(args.get("seconds", 1))
+        while time.monotonic() < end and not ctx.cancelled:
+            time.sleep(min(0.05, max(0.0, end - time.monotonic())))
+        return f"computed {args.get('label', '')} after {args.get('seconds', 1)}s"
+
+    @rt.tool(input_schema=NO_ARGS, task="required")
+    def failing_job(args: dict[str, Any], ctx: Context) -> str:
+        """Task-required: a tool execution error after about a second"""
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline and not ctx.cancelled:
+            time.sleep(0.05)
+        raise RuntimeError("failing_job failed, as it always does")
+
+    @rt.tool(input_schema=NO_ARGS, task="optional")
+    def protocol_error_job(args: dict[str, Any], ctx: Context) -> str:
+        """Task-supporting: fails with a protocol-level error"""
+        raise McpError(INTERNAL_ERROR, "protocol_error_job: internal failure")
+
+    confirm_schema = {
+        "type": "object",
+        "properties": {"confirm": {"type": "boolean"}},
+        "required": ["confirm"],
+    }
+
+    @rt.tool(
+        input_schema={
+            "type": "object",
+            "properties": {"filename": {"type": "string"}},
+            "required": ["filename"],
+        },
+        task="optional",
+    )
+    def confirm_delete(args: dict[str, Any], ctx: Context) -> str:
+        """Task-supporting: asks for confirmation (one elicitation), then answers"""
+        answer = ctx.elicit(f"Delete {args['filename']}?", confirm_schema)
+        confirmed = answer.get("action") == "accept" and answer.get("content", {}).get("confirm")
+        return f"{args['filename']}: {'deleted' if confirmed else 'kept'}"
+
+    either = {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "confirm": {"type": "boolean"}},
+    }
+
+    @rt.tool(input_schema=NO_ARGS, task="optional")
+    def multi_input(args: dict[str, Any], ctx: Context) -> str:
+        """Task-supporting: two elicitations pending at once"""
+        answers = ctx.request_input(
+            {
+                "first": (
+                    "elicitation/create",
+                    {"mode": "form", "message": "First?", "requestedSchema": either},
+                ),
+                "second": (
+                    "elicitation/create",
+                    {"mode": "form", "message": "Second?", "requestedSchema": either},
+                ),
+            }
+        )
+        return f"received {len(answers)} answers"
+
+    @rt.tool(input_schema=NO_ARGS, task="required", prelude=True)
+    def test_tool_with_task(args: dict[str, Any], ctx: Any) -> str:
+        """Gathers user_name in a multi round-trip round, then goes on as a task"""
+        answer = ctx.request_input({"user_name": ask_name("What is your name?")})["user_name"]
+        ctx.start_task()
+        return f"Hello, {answer.get('content', {}).get('name', 'stranger')}, from a task!"
 
 
 def add_content_tools(rt: Runtime) -> None:

@@ -169,7 +169,11 @@ def _serve_stateless(
     problem = meta_keys_problem(meta)
     if problem is CAPABILITIES_PROBLEM:
         raise invalid_params(problem)
-    handler = HANDLERS.get(method) if method in dialect.client_requests else None
+    handler = (
+        HANDLERS.get(method)
+        if method in dialect.client_requests
+        else rt.extension_handlers.get(method)
+    )
     if handler is None:
         raise method_not_found(method)
     if problem is not None:
@@ -194,7 +198,8 @@ def _serve_stateless(
     inflight.register(rid, ctx)
     try:
         result = handler(rt, ctx, params)
-        result["resultType"] = "complete"
+        if result.get("resultType") != "task":  # a task-creating call keeps its own
+            result["resultType"] = "complete"
         if method in dialect.cacheable_methods:
             hint = rt.cache_hints[HINT_FOR_METHOD[method]]
             result["ttlMs"] = hint.ttl_ms
@@ -232,10 +237,11 @@ def _serve_session(
     notify: NotifySink | None,
 ) -> Result:
     if method not in dialect.client_requests:
-        raise method_not_found(method)
-    if method == "ping":
+        handler = rt.extension_handlers.get(method)
+    elif method == "ping":
         return {}
-    handler = HANDLERS.get(method)
+    else:
+        handler = HANDLERS.get(method)
     if handler is None:
         raise method_not_found(method)
     meta = params.get("_meta")

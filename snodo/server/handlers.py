@@ -27,13 +27,13 @@ from snodo.protocol.errors import (
 )
 from snodo.protocol.meta import LOG_LEVELS
 from snodo.protocol.serving.shaping import ANY_STRUCTURED_CONTENT
-from snodo.server.catalog import ListKey
+from snodo.server.catalog import ListKey, ToolDef
 from snodo.server.context import Context
 from snodo.server.rounds import begin_round
 from snodo.server.runtime import Runtime
 from snodo.server.subscriptions import ListenStarted
 
-__all__ = ["HANDLERS", "MAX_COMPLETION_VALUES", "Handler", "Result"]
+__all__ = ["HANDLERS", "MAX_COMPLETION_VALUES", "Handler", "Result", "run_tool"]
 
 MAX_COMPLETION_VALUES: Final = 100
 
@@ -139,6 +139,15 @@ def _tools_call(rt: Runtime, ctx: Context, params: dict[str, Any]) -> Result:
     rounds = ctx.rounds
     if rounds is not None:
         begin_round(rounds, rt.state_secret, params, name, arguments)
+    tasks = rt.tasks
+    if tasks is not None and name in tasks.modes:
+        return tasks.call(ctx, tool, arguments)
+    return run_tool(tool, arguments, ctx)
+
+
+def run_tool(tool: ToolDef, arguments: dict[str, Any], ctx: Context) -> Result:
+    """Run a tool's function into a ``CallToolResult`` (an exception other than ``McpError``
+    becomes a tool error result)."""
     try:
         value = tool.fn(arguments, ctx)
         if type(value) is str:

@@ -15,7 +15,7 @@ import inspect
 import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar, overload
 
 import orjson
 
@@ -34,6 +34,13 @@ from snodo.server.catalog import (
     compile_template,
 )
 from snodo.server.subscriptions import SubscriptionSource
+
+if TYPE_CHECKING:
+    from snodo.server.context import Context
+    from snodo.server.tasks import TaskStore
+
+#: A request handler of an extension: ``handler(runtime, ctx, params) -> result``.
+ExtensionHandler = Callable[[Any, "Context", dict[str, Any]], dict[str, Any]]
 
 __all__ = ["HINT_FOR_METHOD", "HINT_KEYS", "CacheHint", "Runtime"]
 
@@ -170,6 +177,14 @@ class Runtime:
         if subscriptions:
             self.subscription_source = SubscriptionSource()
             self.add_change_listener(self.subscription_source.list_changed)
+        #: The extensions this runtime offers: identifier -> settings, advertised under
+        #: ``capabilities.extensions``.
+        self.extensions: dict[str, dict[str, Any]] = {}
+        #: The extensions' requests, by method (served beside the version's own methods).
+        self.extension_handlers: dict[str, ExtensionHandler] = {}
+        #: The task store (the Tasks extension); None until a tool is declared with ``task=``
+        #: or :meth:`enable_tasks` is called.
+        self.tasks: TaskStore | None = None
 
     # -- identity --------------------------------------------------------------------------
 
@@ -200,6 +215,8 @@ class Runtime:
             caps["completions"] = {}
         if self.logging:
             caps["logging"] = {}
+        if self.extensions:
+            caps["extensions"] = _json_copy(self.extensions)
         return caps
 
     @property
@@ -234,6 +251,8 @@ class Runtime:
         title: str | None = None,
         annotations: Mapping[str, Any] | None = None,
         icons: Sequence[Mapping[str, Any]] | None = None,
+        task: Literal["optional", "required"] | None = None,
+        prelude: bool = False,
     ) -> Callable[[F], F]: ...
 
     def tool(
@@ -246,6 +265,8 @@ class Runtime:
         title: str | None = None,
         annotations: Mapping[str, Any] | None = None,
         icons: Sequence[Mapping[str, Any]] | None = None,
+        task: Literal["optional", "required"] | None = None,
+        prelude: bool = False,
     ) -> F | Callable[[F], F]:
         """Decorator: register ``fn(arguments, ctx)`` as a tool (name defaults to ``fn.__name__``,
         description to the first paragraph of its docstring)."""
@@ -263,6 +284,8 @@ class Runtime:
                 title=title,
                 annotations=annotations,
                 icons=icons,
+                task=task,
+                prelude=prelude,
             )
             return fn
 
@@ -279,8 +302,15 @@ class Runtime:
         title: str | None = None,
         annotations: Mapping[str, Any] | None = None,
         icons: Sequence[Mapping[str, Any]] | None = None,
+        task: Literal["optional", "required"] | None = None,
+        prelude: bool = False,
     ) -> None:
         """Register (or replace) a tool.
+
+        ``task="optional"`` runs it as a task (the Tasks extension) for a client that opts in
+        and as a plain call otherwise; ``task="required"`` refuses a plain call (-32021).
+        ``prelude=True``: on the request the tool runs until it calls ``ctx.start_task()``
+        (gathering input in multi round-trip rounds first), then goes on as a task.
 
         ``fn(arguments, ctx)`` returns a ``CallToolResult`` dict (one with ``"content"``), a
         ``str`` (one text block), or any other JSON value (``structuredContent`` plus a text
@@ -305,13 +335,63 @@ class Runtime:
             definition["annotations"] = _json_copy(dict(annotations))
         if icons is not None:
             definition["icons"] = _json_copy(list(icons))
+        from snodo.server.tasks import declared
+
+        tasking = declared(task, prelude)
+        if tasking is not None:
+            self.enable_tasks().modes[name] = tasking
+        elif self.tasks is not None:
+            self.tasks.modes.pop(name, None)
         self.catalog.put(self.catalog.tools, name, ToolDef(name, fn, definition, tuple(required)))
         self._changed("tools")
 
     def remove_tool(self, name: str) -> None:
         """Remove a tool; ``KeyError`` if there is none by that name."""
         self.catalog.remove(self.catalog.tools, name)
+        if self.tasks is not None:
+            self.tasks.modes.pop(name, None)
         self._changed("tools")
+
+    # -- extensions ------------------------------------------------------------------------
+
+    def enable_tasks(
+        self,
+        *,
+        max_tasks: int | None = None,
+        ttl: float | Literal["keep"] | None = "keep",
+        poll_interval: float | Literal["keep"] | None = "keep",
+    ) -> TaskStore:
+        """Offer the Tasks extension (done by the first ``task=`` tool) and return the store;
+        arguments given set its bound (``max_tasks``), how long a task is kept after its
+        creation (``ttl`` seconds, None: until :meth:`close_tasks`) and the poll interval it
+        suggests (seconds)."""
+        from snodo.protocol import tasks as wire
+        from snodo.server.tasks import TaskStore, methods
+
+        store = self.tasks
+        if store is None:
+            store = self.tasks = TaskStore(self)
+            self.extensions[wire.EXTENSION] = {}
+            self.extension_handlers.update(methods(store))
+        if max_tasks is not None or ttl != "keep" or poll_interval != "keep":
+            fresh = TaskStore(
+                self,
+                max_tasks=store.max_tasks if max_tasks is None else max_tasks,
+                ttl=store.ttl if ttl == "keep" else ttl,
+                poll_interval=store.poll_interval if poll_interval == "keep" else poll_interval,
+            )
+            store.max_tasks, store.ttl, store.poll_interval = (
+                fresh.max_tasks,
+                fresh.ttl,
+                fresh.poll_interval,
+            )
+        return store
+
+    def close_tasks(self) -> None:
+        """Cancel every running task and wait for its tool to return (a server shutting
+        down); no task is created afterwards."""
+        if self.tasks is not None:
+            self.tasks.close()
 
     # -- resources -------------------------------------------------------------------------
 
