@@ -12,15 +12,19 @@ send ``notifications/tasks`` on a ``subscriptions/listen`` stream whose filter n
 (``taskIds``). Durations on the wire are integer milliseconds (``ttlMs``, ``pollIntervalMs``);
 here they are seconds.
 
-Everything here is pure: the request params, reading task records, the poll-interval rule,
-the terminal states and the errors a task's end or loss becomes.
+Everything here is pure and shared by both ends: for the server (``snodo.server.tasks``) the
+task shapes it sends (:class:`TaskView`, :func:`create_task_result`, :func:`detailed_task`,
+:func:`status_notification`) and its refusals; for the client (``snodo.tasks``) the request
+params, reading task records, the poll-interval rule, the terminal states and the errors a
+task's end or loss becomes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from datetime import datetime, timezone
+from typing import Any, Final, Literal
 
 from snodo.protocol.errors import (
     CONNECTION_CLOSED,
@@ -28,6 +32,7 @@ from snodo.protocol.errors import (
     MISSING_CLIENT_CAPABILITY,
     McpError,
     connection_error,
+    invalid_params,
 )
 from snodo.protocol.meta import CLIENT_CAPABILITIES_KEY
 
@@ -37,6 +42,11 @@ EXTENSION: Final = "io.modelcontextprotocol/tasks"
 #: Every status a task can have; the last three are terminal (a terminal task never changes).
 STATUSES: Final = ("working", "input_required", "completed", "failed", "cancelled")
 TERMINAL: Final = frozenset({"completed", "failed", "cancelled"})
+#: The statuses of a task still running (it may still change).
+ACTIVE: Final = frozenset({"working", "input_required"})
+
+#: A task's status.
+Status = Literal["working", "input_required", "completed", "failed", "cancelled"]
 
 #: The methods of the extension.
 GET: Final = "tasks/get"
@@ -88,6 +98,113 @@ class TaskRecord:
     def terminal(self) -> bool:
         """Whether the task has ended (completed, failed or cancelled)."""
         return self.status in TERMINAL
+
+
+# -- the server's side: what a Runtime sends ---------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TaskView:
+    """A task as the server shows it: times are epoch seconds, durations seconds (``None``:
+    no expiry, no poll hint); ``result``/``error`` once ended, ``input_requests`` while
+    ``input_required``."""
+
+    task_id: str
+    status: Status
+    created_at: float
+    updated_at: float
+    ttl: float | None
+    poll_interval: float | None
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+    input_requests: dict[str, Any] | None = None
+    status_message: str | None = None
+
+
+def is_terminal(status: str) -> bool:
+    """Whether ``status`` is one a task ends in (it never changes afterwards)."""
+    return status in TERMINAL
+
+
+def opted_in(client_capabilities: Any) -> bool:
+    """Whether a request's client capabilities declare the extension (per client or per
+    request: the server reads the request's own)."""
+    return declares_tasks(client_capabilities)
+
+
+def timestamp(epoch: float) -> str:
+    """An epoch time as the RFC 3339 UTC timestamp ``createdAt``/``lastUpdatedAt`` carry."""
+    moment = datetime.fromtimestamp(epoch, timezone.utc)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _milliseconds(seconds: float) -> int:
+    """Seconds as the positive integer milliseconds of ``ttlMs``/``pollIntervalMs``."""
+    return max(1, round(seconds * 1000))
+
+
+def _task_fields(view: TaskView) -> dict[str, Any]:
+    fields: dict[str, Any] = {
+        "taskId": view.task_id,
+        "status": view.status,
+        "createdAt": timestamp(view.created_at),
+        "lastUpdatedAt": timestamp(view.updated_at),
+        "ttlMs": None if view.ttl is None else _milliseconds(view.ttl),
+    }
+    if view.poll_interval is not None:
+        fields["pollIntervalMs"] = _milliseconds(view.poll_interval)
+    if view.status_message is not None:
+        fields["statusMessage"] = view.status_message
+    return fields
+
+
+def _detail(view: TaskView, fields: dict[str, Any]) -> dict[str, Any]:
+    if view.status == "completed" and view.result is not None:
+        fields["result"] = view.result
+    elif view.status == "failed" and view.error is not None:
+        fields["error"] = view.error
+    elif view.status == "input_required" and view.input_requests:
+        fields["inputRequests"] = view.input_requests
+    return fields
+
+
+def create_task_result(view: TaskView) -> dict[str, Any]:
+    """The flat ``CreateTaskResult`` (``resultType: "task"``, no ``result``/``error``, no
+    ``requestState``, no nested ``task``)."""
+    return {"resultType": TASK_RESULT_TYPE, **_task_fields(view)}
+
+
+def detailed_task(view: TaskView) -> dict[str, Any]:
+    """The ``tasks/get`` result (a ``DetailedTask``, ``resultType: "complete"``): the result or
+    error inlined once ended, the pending ``inputRequests`` while ``input_required``."""
+    return _detail(view, {"resultType": "complete", **_task_fields(view)})
+
+
+def status_notification(view: TaskView) -> dict[str, Any]:
+    """The params of ``notifications/tasks``: the task's fields (``taskId``, ``status``...),
+    with the result or error inlined once it ended."""
+    return _detail(view, _task_fields(view))
+
+
+def task_id_param(params: Any) -> str:
+    """The ``taskId`` of a ``tasks/*`` request; -32602 when it is missing or not a string."""
+    task_id = params.get("taskId") if isinstance(params, Mapping) else None
+    if not isinstance(task_id, str) or not task_id:
+        raise invalid_params("taskId must be a non-empty string", {"param": "taskId"})
+    return task_id
+
+
+def missing_extension_error(what: str) -> McpError:
+    """-32021 (Missing Required Client Capability) for ``what`` (a method, or "Tool x") asked
+    by a client that did not declare the extension; ``data.requiredCapabilities`` names it."""
+    return McpError(
+        MISSING_CLIENT_CAPABILITY,
+        f"{what} requires the {EXTENSION} extension: declare it in the client capabilities",
+        {"requiredCapabilities": {"extensions": {EXTENSION: {}}}},
+    )
+
+
+# -- the client's side: what it sends and how it reads the answers -----------------------------
 
 
 def declares_tasks(capabilities: Any) -> bool:
@@ -187,11 +304,17 @@ def parse_task(value: Any, *, expected_id: str | None = None) -> TaskRecord:
     error = value.get("error")
     requests = value.get("inputRequests")
     if result is not None and not isinstance(result, dict):
-        raise _broken(f"The server sent task {task_id!r} with a result that is not an object", value)
+        raise _broken(
+            f"The server sent task {task_id!r} with a result that is not an object", value
+        )
     if error is not None and not isinstance(error, dict):
-        raise _broken(f"The server sent task {task_id!r} with an error that is not an object", value)
+        raise _broken(
+            f"The server sent task {task_id!r} with an error that is not an object", value
+        )
     if requests is not None and not isinstance(requests, dict):
-        raise _broken(f"The server sent task {task_id!r} whose inputRequests is not an object", value)
+        raise _broken(
+            f"The server sent task {task_id!r} whose inputRequests is not an object", value
+        )
     return TaskRecord(
         task_id=task_id,
         status=status,
@@ -213,9 +336,7 @@ def immediate(result: dict[str, Any]) -> TaskRecord:
     return TaskRecord("", "completed", None, None, None, None, None, result, None, None, result)
 
 
-def poll_delay(
-    hint: float | None, remaining: float | None, *, following: bool = False
-) -> float:
+def poll_delay(hint: float | None, remaining: float | None, *, following: bool = False) -> float:
     """Seconds to wait before the next ``tasks/get``.
 
     The server's ``pollIntervalMs`` (``hint``, seconds) is obeyed: never sooner, and at least
@@ -243,18 +364,26 @@ def outcome(record: TaskRecord) -> dict[str, Any]:
     task_id = record.task_id
     if record.status == "completed":
         if record.result is None:
-            raise _broken(f"The server sent completed task {task_id!r} without its result", record.raw)
+            raise _broken(
+                f"The server sent completed task {task_id!r} without its result", record.raw
+            )
         return record.result
     if record.status == "failed":
         cause = ("task_failed", task_id)
         if record.error is None:
-            return _raise(McpError(-32603, f"Task {task_id!r} failed", {"taskId": task_id}, cause=cause))
+            return _raise(
+                McpError(-32603, f"Task {task_id!r} failed", {"taskId": task_id}, cause=cause)
+            )
         return _raise(McpError.from_wire(record.error, cause=cause))
     if record.status == "cancelled":
         message = f"Task {task_id!r} was cancelled"
         if record.status_message:
             message += f": {record.status_message}"
-        return _raise(McpError(TASK_CANCELLED, message, {"taskId": task_id}, cause=("task_cancelled", task_id)))
+        return _raise(
+            McpError(
+                TASK_CANCELLED, message, {"taskId": task_id}, cause=("task_cancelled", task_id)
+            )
+        )
     raise ValueError(f"task {task_id!r} has not ended (status {record.status!r})")
 
 
@@ -324,6 +453,7 @@ def required_task_error(error: McpError, tool: str) -> McpError:
 
 
 __all__ = [
+    "ACTIVE",
     "CANCEL",
     "DEFAULT_POLL_INTERVAL",
     "EXTENSION",
@@ -337,21 +467,31 @@ __all__ = [
     "TASK_RESULT_TYPE",
     "TERMINAL",
     "UPDATE",
+    "Status",
     "TaskRecord",
+    "TaskView",
     "connection_lost_error",
+    "create_task_result",
     "declares_tasks",
+    "detailed_task",
     "immediate",
     "is_created",
+    "is_terminal",
     "listen_filter",
     "listen_honoured",
     "lost_task_error",
+    "missing_extension_error",
     "opt_in_meta",
+    "opted_in",
     "opted_in_capabilities",
     "outcome",
     "parse_task",
     "poll_delay",
     "required_task_error",
     "requires_task",
+    "status_notification",
+    "task_id_param",
     "task_params",
+    "timestamp",
     "update_params",
 ]
