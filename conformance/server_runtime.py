@@ -155,6 +155,7 @@ def build() -> Runtime:
     add_prompts(rt)
     add_change_triggers(rt)
     add_task_tools(rt)
+    add_skills(rt)
 
     @rt.completion
     def complete(ref: dict[str, Any], argument: dict[str, Any], context: Any, ctx: Context) -> Any:
@@ -187,6 +188,26 @@ def add_change_triggers(rt: Runtime) -> None:
             description="A prompt added by test_trigger_prompt_change",
         )
         return "prompt list changed"
+
+
+def add_skills(rt: Runtime) -> None:
+    """The SEP-2640 skills the skills scenarios discover: one with a sub-directory."""
+    rt.add_skill(
+        "pdf-tools",
+        "Fill in, merge and split PDF files.",
+        "# PDF tools\n\nUse `scripts/merge.py` to merge files; see references/forms.md.\n",
+        files={
+            "references/forms.md": "# Forms\n\nHow to fill in PDF forms.\n",
+            "scripts/merge.py": "import sys\nprint('merging', sys.argv[1:])\n",
+        },
+        frontmatter={"license": "MIT"},
+    )
+    rt.add_skill(
+        "release-notes",
+        "Write release notes from a git log.",
+        "# Release notes\n\nGroup the commits by kind, newest first.\n",
+        path="acme/release-notes",
+    )
 
 
 def add_task_tools(rt: Runtime) -> None:

@@ -37,6 +37,7 @@ from snodo.server.subscriptions import SubscriptionSource
 
 if TYPE_CHECKING:
     from snodo.server.context import Context
+    from snodo.server.skills import Skill, SkillSet
     from snodo.server.tasks import TaskStore
 
 #: A request handler of an extension: ``handler(runtime, ctx, params) -> result``.
@@ -185,6 +186,8 @@ class Runtime:
         #: The task store (the Tasks extension); None until a tool is declared with ``task=``
         #: or :meth:`enable_tasks` is called.
         self.tasks: TaskStore | None = None
+        #: The skills served (the Skills extension); None until :meth:`add_skill`.
+        self.skills: SkillSet | None = None
 
     # -- identity --------------------------------------------------------------------------
 
@@ -386,6 +389,41 @@ class Runtime:
                 fresh.poll_interval,
             )
         return store
+
+    def add_skill(
+        self,
+        name: str,
+        description: str,
+        body: str = "",
+        *,
+        files: Mapping[str, str | bytes] | None = None,
+        path: str | None = None,
+        frontmatter: Mapping[str, Any] | None = None,
+    ) -> Skill:
+        """Serve a skill (the Skills extension, SEP-2640) at ``skill://<path>/SKILL.md``.
+
+        ``path`` defaults to ``name`` (its last segment must be the name: lowercase letters,
+        digits, hyphens); ``SKILL.md`` is written from ``name``, ``description``, any other
+        ``frontmatter`` fields and ``body``; ``files`` maps paths inside the skill (``a/b.md``)
+        to their contents. Every file becomes a resource; ``skills/list``, ``skills/get`` and
+        ``resources/directory/read`` serve the rest. Adding a skill at the same path replaces it.
+        """
+        from snodo.server.skills import DIRECTORY_READ, EXTENSION, GET, LIST, SkillSet
+
+        skills = self.skills
+        if skills is None:
+            skills = self.skills = SkillSet(self)
+            self.extensions[EXTENSION] = {"directoryRead": True}
+            self.extension_handlers.update(
+                {LIST: skills.list, GET: skills.get, DIRECTORY_READ: skills.directory_read}
+            )
+        return skills.add(name, description, body, files=files, path=path, frontmatter=frontmatter)
+
+    def remove_skill(self, uri: str) -> None:
+        """Stop serving the skill whose ``SKILL.md`` is at ``uri``; ``KeyError`` if none is."""
+        if self.skills is None:
+            raise KeyError(uri)
+        self.skills.remove(uri)
 
     def close_tasks(self) -> None:
         """Cancel every running task and wait for its tool to return (a server shutting
