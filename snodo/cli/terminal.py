@@ -98,7 +98,7 @@ def progress_bar(params: Mapping[str, Any], width: int, tick: int = 0) -> str:
     when the report has no total."""
     progress = params.get("progress", 0)
     total = params.get("total")
-    message = str(params.get("message") or "")
+    message = " ".join(str(params.get("message") or "").split())  # one line, whatever it holds
     if isinstance(total, (int, float)) and not isinstance(total, bool) and total > 0:
         fraction = min(max(float(progress) / float(total), 0.0), 1.0)
         filled = int(fraction * _BAR_WIDTH)
@@ -108,7 +108,6 @@ def progress_bar(params: Mapping[str, Any], width: int, tick: int = 0) -> str:
         line = f"{_SPINNER[tick % len(_SPINNER)]} {_number(progress)}"
     if message:
         line = f"{line} {message}"
-    line = " ".join(line.split())  # a message with newlines or tabs stays on one line
     return line[: max(width - 1, 1)]
 
 
