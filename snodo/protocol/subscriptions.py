@@ -38,6 +38,9 @@ FLAG_KINDS: Final[dict[str, str]] = {
     "resourcesListChanged": "resources",
 }
 METHOD_FLAGS: Final[dict[str, str]] = {method: flag for flag, method in LIST_FLAGS.items()}
+#: The tasks extension's status notification and its filter key (snodo.protocol.tasks).
+TASK_STATUS: Final = "notifications/tasks"
+TASK_IDS_KEY: Final = "taskIds"
 
 OVERFLOW_POLICIES: Final = ("drop_oldest", "drop_newest")
 
@@ -196,6 +199,10 @@ def matches(accepted: Mapping[str, Any], method: str, params: Mapping[str, Any] 
         uri = params.get("uri") if params is not None else None
         uris = accepted.get(RESOURCES_KEY)
         return isinstance(uri, str) and isinstance(uris, list) and uri in uris
+    if method == TASK_STATUS:  # the tasks extension: the tasks named in taskIds
+        task_id = params.get("taskId") if params is not None else None
+        ids = accepted.get(TASK_IDS_KEY)
+        return isinstance(task_id, str) and isinstance(ids, list) and task_id in ids
     return False
 
 

@@ -338,9 +338,13 @@ def _listen(rt: Runtime, ctx: Context, params: dict[str, Any]) -> Result:
             "Method not found: subscriptions/listen (this transport cannot stream it)",
             {"method": ctx.method},
         )
-    # Every core kind is honoured (a list may gain its first item later); extension keys
-    # (the tasks extension's taskIds) are not: they are left out of the acknowledgement.
-    start(source.open(ctx.request_id, subscriptions.honoured(requested)))
+    # Every core kind is honoured (a list may gain its first item later); of the extension
+    # keys, the tasks extension's taskIds when the runtime serves tasks (others are left out).
+    accepted = subscriptions.honoured(requested)
+    task_ids = requested.get("taskIds")
+    if rt.tasks is not None and type(task_ids) is list and task_ids:
+        accepted["taskIds"] = [t for t in dict.fromkeys(task_ids) if type(t) is str]
+    start(source.open(ctx.request_id, accepted))
     raise ListenStarted()
 
 

@@ -99,12 +99,11 @@ def _task_context(ctx: Context, starts: bool, task_id: str | None = None) -> Tas
         ctx.rounds,
         ctx.peer,
     )
-    out._sink, out._token, out._notify, out._log_level = (  # noqa: SLF001
-        ctx._sink,  # noqa: SLF001
-        ctx._token,  # noqa: SLF001
-        ctx._notify,  # noqa: SLF001
-        ctx._log_level,  # noqa: SLF001
-    )
+    # The request's ways back (progress, logging) stay the same; Context keeps them private.
+    out._sink = ctx._sink  # noqa: SLF001
+    out._token = ctx._token  # noqa: SLF001
+    out._notify = ctx._notify  # noqa: SLF001
+    out._log_level = ctx._log_level  # noqa: SLF001
     out.set_task(starts, task_id)
     return out
 
