@@ -41,6 +41,7 @@ _EXPORTS = {
     "LogMessage": "snodo.server_logs",
     "Fleet": "snodo.fleet",
     "FleetStatus": "snodo.fleet",
+    "Task": "snodo.tasks",
 }
 
 __all__ = [
@@ -69,6 +70,7 @@ __all__ = [
     "Stdio",
     "Subscription",
     "SubscriptionEvent",
+    "Task",
     "Transport",
     "__version__",
     "connect",
@@ -98,6 +100,7 @@ if TYPE_CHECKING:
     from snodo.server_logs import LogMessage as LogMessage
     from snodo.subscription import Subscription as Subscription
     from snodo.supervision.restarts import Backoff as Backoff
+    from snodo.tasks import Task as Task
     from snodo.transports.base import ConnectOptions as ConnectOptions
     from snodo.transports.base import RequestOptions as RequestOptions
     from snodo.transports.base import Transport as Transport

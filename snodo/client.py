@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from snodo.lifecycle import Lifecycle, Negotiated, Supervision
     from snodo.output_validation import KnownSchemas
     from snodo.subscription import ListenContext, Subscription
+    from snodo.tasks import Task, TaskSteps
 
 _log = get_logger("snodo.client")
 
@@ -350,6 +351,84 @@ class Client:
             )
         )
 
+    def call_tool_task(
+        self,
+        tool: str | Mapping[str, Any],
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        progress: ProgressTarget = None,
+        meta: Mapping[str, Any] | None = None,
+        trace_context: Mapping[str, Any] | None = None,
+        max_input_rounds: int | None = None,
+        log_level: str | None = None,
+    ) -> Task:
+        """``tools/call`` opted into the Tasks extension for this call; a :class:`snodo.Task`.
+
+        The server decides: a ``CreateTaskResult`` gives a handle to follow (``status``,
+        ``wait``, ``result``, ``cancel``); a result given at once, a handle already
+        ``completed``. ``timeout`` bounds the request that makes the task, not the task
+        (``wait(timeout=)`` does). 2026-07-28 only (-32601 before anything is sent otherwise).
+        """
+        return drive(
+            self._call_tool_task(
+                tool,
+                arguments,
+                timeout=timeout,
+                progress=progress,
+                meta=meta,
+                trace_context=trace_context,
+                max_input_rounds=max_input_rounds,
+                log_level=log_level,
+            )
+        )
+
+    def request_task(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        progress: ProgressTarget = None,
+        meta: Mapping[str, Any] | None = None,
+        trace_context: Mapping[str, Any] | None = None,
+        max_input_rounds: int | None = None,
+        log_level: str | None = None,
+    ) -> Task:
+        """Any task-capable request (``request()``'s rules), opted into the Tasks extension
+        for this call; a :class:`snodo.Task` as for ``call_tool_task``."""
+        return drive(
+            self._request_task(
+                method,
+                params,
+                timeout=timeout,
+                progress=progress,
+                meta=meta,
+                trace_context=trace_context,
+                max_input_rounds=max_input_rounds,
+                log_level=log_level,
+            )
+        )
+
+    def task(
+        self,
+        task_id: str,
+        *,
+        meta: Mapping[str, Any] | None = None,
+        trace_context: Mapping[str, Any] | None = None,
+    ) -> Task:
+        """A handle on a task made earlier (by this connection or another one that opted in):
+        nothing is sent until its ``status``, ``wait`` or ``result`` asks."""
+        from snodo.protocol import tasks as wire
+        from snodo.tasks import Task
+
+        if not isinstance(task_id, str) or not task_id:
+            raise ValueError("task_id must be a non-empty string")
+        self._check_tasks()
+        record = wire.parse_task({"taskId": task_id, "status": "working"})
+        opted = wire.opt_in_meta(self._options.client_capabilities, meta)
+        return Task(self, self._task_steps(record, None, opted, trace_context, None))
+
     def read_resource(
         self,
         uri: str,
@@ -632,6 +711,7 @@ class Client:
         max_total_timeout: float | None = None,
         log_level: str | None = None,
         validate_output: bool | None = None,
+        as_task: bool = False,
     ) -> Steps[dict[str, Any] | InputRequired]:
         definition: Mapping[str, Any] | None = None
         if isinstance(tool, Mapping):
@@ -667,6 +747,11 @@ class Client:
         try:
             outcome = (yield from self._send("tools/call", params, call)).outcome
         except McpError as error:
+            if not as_task and error.code == errors.MISSING_CLIENT_CAPABILITY:
+                from snodo.protocol import tasks as wire
+
+                if wire.requires_task(error):  # the tool runs only as a task: say how
+                    raise wire.required_task_error(error, name) from None
             if not results.relists_on_header_mismatch(
                 error, header_policy=self._traits.header_policy, by_name=definition is None
             ):
@@ -681,6 +766,129 @@ class Client:
         if validate:
             yield from self._check_output(name, schema, remembered, outcome, timeout)
         return outcome
+
+    def _check_tasks(self) -> None:
+        """Tasks (SEP-2663) are a 2026-07-28 extension: -32601 on a session-era connection."""
+        if not self._dialect.stateless:
+            raise errors.method_not_found(
+                "tasks/get",
+                reason=f"the Tasks extension needs protocol 2026-07-28, not {self.version}",
+            )
+
+    def _task_steps(
+        self,
+        record: Any,
+        max_input_rounds: int | None,
+        meta: Mapping[str, Any] | None,
+        trace_context: Mapping[str, Any] | None,
+        resend: Any,
+    ) -> TaskSteps:
+        from snodo.tasks import TaskSteps
+
+        options = self._options
+        return TaskSteps(
+            self._request,
+            record,
+            handlers=options.input_handlers,
+            max_input_rounds=(
+                options.max_input_rounds if max_input_rounds is None else max_input_rounds
+            ),
+            meta=meta,
+            trace_context=trace_context,
+            resend=resend,
+        )
+
+    def _call_tool_task(
+        self,
+        tool: str | Mapping[str, Any],
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        progress: ProgressTarget = None,
+        meta: Mapping[str, Any] | None = None,
+        trace_context: Mapping[str, Any] | None = None,
+        max_input_rounds: int | None = None,
+        log_level: str | None = None,
+    ) -> Steps[Task]:
+        from snodo.protocol import tasks as wire
+
+        self._check_tasks()
+        opted = wire.opt_in_meta(self._options.client_capabilities, meta)
+
+        def send(
+            responses: Mapping[str, Any] | None, state: str | None
+        ) -> Steps[dict[str, Any] | InputRequired]:
+            return self._call_tool(
+                tool,
+                arguments,
+                timeout=timeout,
+                progress=progress,
+                meta=opted,
+                trace_context=trace_context,
+                input_responses=responses,
+                request_state=state,
+                max_input_rounds=max_input_rounds,
+                log_level=log_level,
+                validate_output=False,
+                as_task=True,
+            )
+
+        return (yield from self._made_task(send, max_input_rounds, meta, trace_context))
+
+    def _request_task(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        progress: ProgressTarget = None,
+        meta: Mapping[str, Any] | None = None,
+        trace_context: Mapping[str, Any] | None = None,
+        max_input_rounds: int | None = None,
+        log_level: str | None = None,
+    ) -> Steps[Task]:
+        from snodo.protocol import tasks as wire
+
+        self._check_tasks()
+        opted = wire.opt_in_meta(self._options.client_capabilities, meta)
+
+        def send(
+            responses: Mapping[str, Any] | None, state: str | None
+        ) -> Steps[dict[str, Any] | InputRequired]:
+            return self._request(
+                method,
+                params,
+                timeout=timeout,
+                progress=progress,
+                meta=opted,
+                trace_context=trace_context,
+                input_responses=responses,
+                request_state=state,
+                max_input_rounds=max_input_rounds,
+                log_level=log_level,
+            )
+
+        return (yield from self._made_task(send, max_input_rounds, meta, trace_context))
+
+    def _made_task(
+        self,
+        send: Callable[
+            [Mapping[str, Any] | None, str | None], Steps[dict[str, Any] | InputRequired]
+        ],
+        max_input_rounds: int | None,
+        meta: Mapping[str, Any] | None,
+        trace_context: Mapping[str, Any] | None,
+    ) -> Steps[Task]:
+        """Send the opted-in request; the handle of what it made (``tasks/*`` carry the caller's
+        own ``meta``: the request's opt-in is theirs already, per request)."""
+        from snodo.protocol import tasks as wire
+        from snodo.tasks import Task
+
+        outcome = yield from send(None, None)
+        opted = wire.opt_in_meta(self._options.client_capabilities, meta)
+        steps = self._task_steps(wire.immediate({}), max_input_rounds, opted, trace_context, send)
+        steps.adopt(outcome)
+        return Task(self, steps)
 
     def _known_schemas(self) -> KnownSchemas:
         """The outputSchemas listed on this connection (made on first use)."""
@@ -897,6 +1105,7 @@ class ClientSteps:
 
     __slots__ = (
         "call_tool",
+        "call_tool_task",
         "discover",
         "get_prompt",
         "list_page",
@@ -908,6 +1117,7 @@ class ClientSteps:
         "ping",
         "read_resource",
         "request",
+        "request_task",
     )
 
     def __init__(self, client: Client) -> None:
@@ -919,6 +1129,9 @@ class ClientSteps:
         self.read_resource = client._read_resource  # noqa: SLF001
         self.get_prompt = client._get_prompt  # noqa: SLF001
         self.request = client._request  # noqa: SLF001
+        #: These two return a sync ``snodo.Task``: ``snodo.aio`` wraps its steps (``AsyncTask``).
+        self.call_tool_task = client._call_tool_task  # noqa: SLF001
+        self.request_task = client._request_task  # noqa: SLF001
         self.list_tools = partial(client._list, "tools/list")  # noqa: SLF001
         self.list_resources = partial(client._list, "resources/list")  # noqa: SLF001
         self.list_resource_templates = partial(

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from snodo.aio.subscription import AsyncSubscription
     from snodo.protocol.dialects import Dialect
     from snodo.protocol.negotiation import Session
+    from snodo.tasks import AsyncTask
 
 __all__ = ["AsyncClient", "LoopHandler", "connect", "direct"]
 
@@ -348,6 +349,73 @@ class AsyncClient:
             validate_output=validate_output,
         )
         return await self._drive(steps)
+
+    async def call_tool_task(
+        self,
+        tool: str | Mapping[str, Any],
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        progress: ProgressTarget = None,
+        meta: Mapping[str, Any] | None = None,
+        trace_context: Mapping[str, Any] | None = None,
+        max_input_rounds: int | None = None,
+        log_level: str | None = None,
+    ) -> AsyncTask:
+        """``Client.call_tool_task``: an ``AsyncTask`` (``snodo.tasks``) driven on this loop."""
+        from snodo.tasks import AsyncTask
+
+        steps = self._steps.call_tool_task(
+            tool,
+            arguments,
+            timeout=timeout,
+            progress=progress,
+            meta=meta,
+            trace_context=trace_context,
+            max_input_rounds=max_input_rounds,
+            log_level=log_level,
+        )
+        return AsyncTask((await self._drive(steps)).steps, self._drive)
+
+    async def request_task(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        progress: ProgressTarget = None,
+        meta: Mapping[str, Any] | None = None,
+        trace_context: Mapping[str, Any] | None = None,
+        max_input_rounds: int | None = None,
+        log_level: str | None = None,
+    ) -> AsyncTask:
+        """``Client.request_task``: any task-capable request, an ``AsyncTask``."""
+        from snodo.tasks import AsyncTask
+
+        steps = self._steps.request_task(
+            method,
+            params,
+            timeout=timeout,
+            progress=progress,
+            meta=meta,
+            trace_context=trace_context,
+            max_input_rounds=max_input_rounds,
+            log_level=log_level,
+        )
+        return AsyncTask((await self._drive(steps)).steps, self._drive)
+
+    def task(
+        self,
+        task_id: str,
+        *,
+        meta: Mapping[str, Any] | None = None,
+        trace_context: Mapping[str, Any] | None = None,
+    ) -> AsyncTask:
+        """``Client.task``: a handle on a task made earlier (nothing is sent yet)."""
+        from snodo.tasks import AsyncTask
+
+        made = self.client.task(task_id, meta=meta, trace_context=trace_context)
+        return AsyncTask(made.steps, self._drive)
 
     async def read_resource(
         self,

@@ -57,8 +57,9 @@ def interpret(
 ) -> dict[str, Any] | InputRequired:
     """Decode the response to a ``method`` request sent under ``dialect``.
 
-    Returns the result dict when it is complete, an :class:`InputRequired` for a valid
-    ``input_required`` result of a multi round-trip method; raises :class:`McpError` otherwise.
+    Returns the result dict when it is complete (or a task's ``CreateTaskResult``), an
+    :class:`InputRequired` for a valid ``input_required`` result of a multi round-trip method;
+    raises :class:`McpError` otherwise.
     """
     if not isinstance(response, Mapping):
         raise _unusable("The server sent an invalid JSON-RPC response", response)
@@ -87,6 +88,10 @@ def interpret(
         # A missing resultType is what earlier-protocol servers send: treat it as complete.
         return result
     if result_type == "complete":
+        return result
+    if result_type == "task" and isinstance(result.get("taskId"), str):
+        # A CreateTaskResult (the Tasks extension, snodo.protocol.tasks): a call that opted in
+        # reads it as a task (snodo.tasks); a bare "task" without its taskId stays unknown.
         return result
     if result_type == "input_required":
         return _input_required(dialect, method, result)

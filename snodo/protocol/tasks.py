@@ -336,6 +336,15 @@ def immediate(result: dict[str, Any]) -> TaskRecord:
     return TaskRecord("", "completed", None, None, None, None, None, result, None, None, result)
 
 
+def pre_task(input_requests: dict[str, Any], result: dict[str, Any]) -> TaskRecord:
+    """The record of a request that asks for input before any task exists (a multi round-trip
+    round the caller answers, after which the server may make the task): ``input_required``,
+    ``task_id`` ``""``."""
+    return TaskRecord(
+        "", "input_required", None, None, None, None, None, None, None, input_requests, result
+    )
+
+
 def poll_delay(hint: float | None, remaining: float | None, *, following: bool = False) -> float:
     """Seconds to wait before the next ``tasks/get``.
 
@@ -487,6 +496,7 @@ __all__ = [
     "outcome",
     "parse_task",
     "poll_delay",
+    "pre_task",
     "required_task_error",
     "requires_task",
     "status_notification",
