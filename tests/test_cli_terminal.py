@@ -628,3 +628,14 @@ def test_the_module_stays_light() -> None:
     """The command imports it for every call: nothing heavy at import time."""
     heavy = {"subprocess", "json", "shlex", "webbrowser"}
     assert not heavy & set(vars(terminal)), "imported lazily, in the functions that need them"
+
+
+@pytest.mark.parametrize("version", ["2026-07-28", "2025-11-25"])
+def test_tmux_ctrl_c_at_a_form_prompt_exits_130(tmux: Tmux, version: str) -> None:
+    """The session era asks on a handler thread: Ctrl-C there still ends the command at once
+    (the prompt never holds what the main thread needs to finish)."""
+    name = tmux.start(_call("survey", "--protocol", version))
+    tmux.wait_for(name, r"^name:\s*\Z")
+    tmux.keys(name, "C-c")
+    assert tmux.exit_status(name) == 130, tmux.screen(name)
+    assert "Traceback" not in tmux.screen(name)

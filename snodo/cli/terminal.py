@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import IO, Any, Final, TypeVar
 
@@ -129,8 +130,20 @@ class _Screen:
     line (the bar and the input handlers share it)."""
 
     def __init__(self) -> None:
-        self.lock = threading.RLock()
+        self.lock = threading.RLock()  # held only for a write, never across a read
         self.bar_open = False
+        self.asking = 0  # input requests being answered: the bar waits until they end
+
+    @contextmanager
+    def question(self) -> Iterator[None]:
+        """While a person answers an input request, progress reports are not drawn."""
+        with self.lock:
+            self.asking += 1
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.asking -= 1
 
     def break_line(self, stream: IO[str]) -> None:
         with self.lock:
@@ -157,7 +170,7 @@ class ProgressDisplay:
 
     def __call__(self, params: dict[str, Any]) -> None:
         with _screen.lock:
-            if self._finished:
+            if self._finished or (self._terminal and _screen.asking):
                 return
             try:
                 if not self._terminal:
@@ -407,15 +420,41 @@ def ask_url(
     )
 
 
+class _LineReader:
+    """Lines from stdin read with ``select`` and ``os.read``, never blocked in one read: a
+    session-era handler runs on a pool thread, and closing the connection (after Ctrl-C) stops
+    it with an exception that is only delivered while it runs Python code."""
+
+    def __init__(self) -> None:
+        self._held = b""
+
+    def line(self, fd: int) -> str:
+        import select
+
+        while b"\n" not in self._held:
+            ready, _, _ = select.select([fd], [], [], 0.1)
+            if not ready:
+                continue
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                held, self._held = self._held, b""
+                if held:
+                    return held.decode(errors="replace")
+                raise EOFError
+            self._held += chunk
+        line, _, self._held = self._held.partition(b"\n")
+        return line.decode(sys.stdin.encoding or "utf-8", errors="replace").rstrip("\r")
+
+
+_reader: Final = _LineReader()
+
+
 def _terminal_read(prompt: str) -> str:
     """A line from the terminal with ``prompt`` on stderr (stdout may be a pipe)."""
     _screen.break_line(sys.stderr)
     sys.stderr.write(prompt)
     sys.stderr.flush()
-    line = sys.stdin.readline()
-    if not line:
-        raise EOFError
-    return line.rstrip("\r\n")
+    return _reader.line(sys.stdin.fileno())
 
 
 def _terminal_write(text: str) -> None:
@@ -432,7 +471,7 @@ def _form_handler(options: TerminalOptions) -> Callable[[dict[str, Any]], dict[s
                 f"snodo: declined a form request (stdin is not a terminal): {message}\n"
             )
             return {"action": "decline"}
-        with _screen.lock:
+        with _screen.question():
             return ask_form(params, _terminal_read, _terminal_write)
 
     return form
@@ -451,7 +490,7 @@ def _url_handler(options: TerminalOptions) -> Callable[[dict[str, Any]], dict[st
                 f"{' '.join(str(params.get('message', '')).split())} {params.get('url', '')}\n"
             )
             return {"action": "decline"}
-        with _screen.lock:
+        with _screen.question():
             return ask_url(params, _terminal_read, _terminal_write, opener)
 
     return url
