@@ -21,6 +21,7 @@ task's end or loss becomes.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -272,8 +273,10 @@ def _broken(message: str, value: Any) -> McpError:
 
 
 def _seconds(value: Any) -> float | None:
-    """A wire duration (integer milliseconds) in seconds; anything else is not given."""
+    """A wire duration (positive, finite milliseconds) in seconds; anything else is not given."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        return None
+    if not math.isfinite(value):
         return None
     return value / 1000.0
 
