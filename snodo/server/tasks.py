@@ -46,6 +46,9 @@ TASK_SUPPORT: Final = ("optional", "required")
 
 #: How long :meth:`TaskStore.close` waits for each running tool to return.
 CLOSE_WAIT: Final = 2.0
+#: How long a run that called ``ctx.retry_later()`` waits before the tool runs again (the
+#: client's wait after a bare ``input_required``, too).
+RETRY_DELAY: Final = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +164,7 @@ class TaskStore:
         self._lock = threading.Lock()
         self._tasks: OrderedDict[str, _Task] = OrderedDict()
         self._closed = False
+        self._stopping = threading.Event()  # set by close: a run waiting to retry gives up
         #: How each task-capable tool runs, by tool name.
         self.modes: dict[str, ToolTasking] = {}
 
@@ -241,6 +245,7 @@ class TaskStore:
         the store takes no new task afterwards."""
         with self._lock:
             self._closed = True
+            self._stopping.set()
             views = [
                 self._end(t, "cancelled") for t in self._tasks.values() if t.status in wire.ACTIVE
             ]
@@ -338,19 +343,22 @@ class TaskStore:
             self._start(task)
         return wire.create_task_result(view)
 
-    def _start(self, task: _Task) -> None:
-        """Run the tool once more on a thread of its own (the lock is held)."""
+    def _start(self, task: _Task, delay: float = 0.0) -> None:
+        """Run the tool once more on a thread of its own, after ``delay`` seconds (the lock is
+        held)."""
         task.generation += 1
         thread = threading.Thread(
             target=self._execute,
-            args=(task, task.generation),
+            args=(task, task.generation, delay),
             name=f"snodo-task-{task.task_id[:8]}",
             daemon=True,
         )
         task.thread = thread
         thread.start()
 
-    def _execute(self, task: _Task, generation: int) -> None:
+    def _execute(self, task: _Task, generation: int, delay: float) -> None:
+        if delay and self._stopping.wait(delay):
+            return
         rounds = Rounds("tools/call")
         rounds.binding = (task.tool.name, task.arguments)
         rounds.answers = dict(task.answers)
@@ -390,9 +398,9 @@ class TaskStore:
             if status == "input_required":
                 task.status = "input_required"
                 task.pending = dict(value or {})
-            elif status == "working":  # retry_later: run again
+            elif status == "working":  # retry_later: run again a little later
                 task.rounds += 1
-                self._start(task)
+                self._start(task, RETRY_DELAY)
                 return
             elif status == "completed":
                 task.status, task.result = "completed", value
