@@ -23,6 +23,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -45,6 +46,7 @@ from snodo.cli.terminal import (
 )
 from snodo.protocol.errors import HandlerError
 from tests.support.cli_servers import FORM_SCHEMA
+from tests.support.http_fault_server import TeeProxy
 
 ROOT = Path(__file__).resolve().parents[1]
 SNODO = Path(sys.executable).parent / "snodo"
@@ -460,23 +462,36 @@ def _wait_events(record: Path, wanted: list[str]) -> None:
         time.sleep(0.02)
 
 
-def test_sigint_cancels_a_call_over_http(http_url: str, tmp_path: Path) -> None:
-    """2026-07-28 over HTTP: the interrupted call's stream closes, which is its cancellation."""
+@pytest.mark.parametrize("version", ["2026-07-28", "2025-11-25"])
+def test_sigint_cancels_a_call_over_http(http_url: str, tmp_path: Path, version: str) -> None:
+    """Over HTTP the session era POSTs notifications/cancelled for the interrupted call (before
+    the DELETE that ends the session); on 2026-07-28 its stream closing is the cancellation."""
     record = tmp_path / "record.jsonl"
-    command = [str(SNODO), "call", "--http", http_url, "wait", f"record={record}"]
-    with subprocess.Popen(
-        SIGINT_DEFAULT + command,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    ) as client:
-        _wait_events(record, ["started"])
-        client.send_signal(signal.SIGINT)
-        out, err = client.communicate(timeout=WAIT)
+    parts = urlsplit(http_url)
+    assert parts.hostname is not None and parts.port is not None
+    with TeeProxy((parts.hostname, parts.port), parts.path) as proxy:
+        command = [str(SNODO), "call", "--http", proxy.url, "--protocol", version]
+        with subprocess.Popen(
+            [*SIGINT_DEFAULT, *command, "wait", f"record={record}"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        ) as client:
+            _wait_events(record, ["started"])
+            client.send_signal(signal.SIGINT)
+            out, err = client.communicate(timeout=WAIT)
+        _wait_events(record, ["started", "cancelled"])
+        sent = [(r.method, r.rpc) for r in proxy.received()]
+        calls = [r.message["id"] for r in proxy.received("tools/call")]
+        cancels = [r.message["params"] for r in proxy.received("notifications/cancelled")]
     assert client.returncode == 130, err
     assert "Traceback" not in err and out == ""
-    _wait_events(record, ["started", "cancelled"])
+    if version == "2026-07-28":
+        assert cancels == []
+    else:
+        assert [c["requestId"] for c in cancels] == calls
+        assert sent.index(("POST", "notifications/cancelled")) < sent.index(("DELETE", None))
 
 
 # -- under tmux, as a person uses it -------------------------------------------------------
@@ -639,3 +654,31 @@ def test_tmux_ctrl_c_at_a_form_prompt_exits_130(tmux: Tmux, version: str) -> Non
     tmux.keys(name, "C-c")
     assert tmux.exit_status(name) == 130, tmux.screen(name)
     assert "Traceback" not in tmux.screen(name)
+
+
+def test_tmux_url_request_printed_opened_with_open_and_confirmed(
+    tmux: Tmux, tmp_path: Path
+) -> None:
+    """--open hands the URL to the browser ($BROWSER here: a script that records it)."""
+    opened = tmp_path / "opened.txt"
+    browser = tmp_path / "browser"
+    browser.write_text(f'#!/bin/sh\necho "$1" > {shlex.quote(str(opened))}\n')
+    browser.chmod(0o755)
+    out = tmp_path / "out.json"
+    argv = ["env", f"BROWSER={browser}", *_call("visit", "--open", "--json")]
+    name = tmux.start(argv, stdout=out)
+    screen = tmux.wait_for(name, r"Continue once done\? \[y/n\] \(!cancel cancels\):\s*\Z")
+    assert "Sign in to continue\n  https://example.test/consent\n" in screen
+    tmux.keys(name, "y", "Enter")
+    assert tmux.exit_status(name) == 0, tmux.screen(name)
+    assert json.loads(json.loads(out.read_text())["content"][0]["text"]) == {"action": "accept"}
+    assert opened.read_text() == "https://example.test/consent\n"
+
+
+@pytest.mark.parametrize("no_color", ["", "1"])
+def test_tmux_bar_is_coloured_unless_no_color(tmux: Tmux, no_color: str) -> None:
+    name = tmux.start(["env", f"NO_COLOR={no_color}", *_call("slow", "n=1", "delay=0")])
+    assert tmux.exit_status(name) == 0, tmux.screen(name)
+    styled = tmux.tmux("capture-pane", "-p", "-e", "-S", "-", "-t", name)
+    line = next(line for line in styled.splitlines() if "1/1 100%" in line)
+    assert ("\x1b[36m" in line) is (no_color == "")

@@ -196,9 +196,9 @@ class HttpTransport(BaseTransport):
     def request(self, message: dict[str, Any], options: RequestOptions) -> dict[str, Any]:
         """POST a request and return its response (JSON, or the event that carries it).
 
-        close() fails it at once with -32000; a timeout on a session-era session also
-        POSTs ``notifications/cancelled``; nothing kept of an answer carries a credential sent
-        (docs/decisions/0030).
+        close() fails it at once with -32000; a timeout or an interruption (KeyboardInterrupt,
+        say) on a session-era session also POSTs ``notifications/cancelled``; nothing kept of
+        an answer carries a credential sent (docs/decisions/0030, 0044).
         """
         self._check_open()
         call = self._calls.begin()
@@ -211,6 +211,12 @@ class HttpTransport(BaseTransport):
             if settled is error:
                 raise
             raise settled from None
+        except BaseException:
+            # Interrupted from outside (KeyboardInterrupt, a gevent.Timeout, a progress
+            # function that raised): the server may stop working on it, as on stdio.
+            if not call.closed:
+                self._cancel(message, options, "The client stopped waiting", call)
+            raise
         finally:
             self._calls.end(call)
         failure = answer.get("error")
@@ -255,10 +261,10 @@ class HttpTransport(BaseTransport):
     def _cancel(
         self, message: dict[str, Any], options: RequestOptions, reason: str, call: Call
     ) -> None:
-        """After a timeout on a session-era session, POST ``notifications/cancelled`` (a
-        disconnect is not a cancellation there), within ``CANCEL_WAIT``; failures are logged
-        at debug only. 2026-07-28 cancels by the closed stream alone; initialize is never
-        cancelled."""
+        """After a timeout or an interruption on a session-era session, POST
+        ``notifications/cancelled`` (a disconnect is not a cancellation there), within
+        ``CANCEL_WAIT``; failures are logged at debug only. 2026-07-28 cancels by the closed
+        stream alone; initialize is never cancelled."""
         if options.dialect.stateless or message.get("method") == "initialize":
             return
         request_id = message.get("id")
