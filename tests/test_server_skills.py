@@ -10,13 +10,14 @@ import json
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from snodo.server import Peer, Runtime, ServerSession, dispatch
 from snodo.server.http_server import serve_http
-from snodo.server.skills import EXTENSION, render_skill_md
+from snodo.server.skills import EXTENSION, read_frontmatter, render_skill_md
 
 V = "2026-07-28"
 _ids = itertools.count(1)
@@ -87,32 +88,32 @@ class Http:
 
 
 @pytest.fixture(scope="module", params=["direct", "http"])
-def wire(request: pytest.FixtureRequest) -> Iterator[Any]:
+def over(request: pytest.FixtureRequest) -> Iterator[Any]:
     transport: Any = Direct() if request.param == "direct" else Http()
     yield transport
     transport.close()
 
 
-def send(wire: Any, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+def send(over: Any, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
     params = {**(params or {}), "_meta": _meta()}
-    reply: dict[str, Any] = wire.send(
+    reply: dict[str, Any] = over.send(
         {"jsonrpc": "2.0", "id": next(_ids), "method": method, "params": params}
     )
     return reply
 
 
-def ok(wire: Any, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-    reply = send(wire, method, params)
+def ok(over: Any, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    reply = send(over, method, params)
     assert "result" in reply, reply
     result: dict[str, Any] = reply["result"]
     return result
 
 
-def listing(wire: Any) -> list[dict[str, Any]]:
+def listing(over: Any) -> list[dict[str, Any]]:
     entries: list[dict[str, Any]] = []
     cursor = None
     for _ in range(10):
-        page = ok(wire, "skills/list", {"cursor": cursor} if cursor else {})
+        page = ok(over, "skills/list", {"cursor": cursor} if cursor else {})
         assert "ttlMs" in page and "cacheScope" in page
         entries += page["skills"]
         cursor = page.get("nextCursor")
@@ -121,14 +122,14 @@ def listing(wire: Any) -> list[dict[str, Any]]:
     raise AssertionError("skills/list did not end")
 
 
-def test_the_extension_and_resources_are_declared(wire: Any) -> None:
-    caps = ok(wire, "server/discover")["capabilities"]
+def test_the_extension_and_resources_are_declared(over: Any) -> None:
+    caps = ok(over, "server/discover")["capabilities"]
     assert caps["extensions"][EXTENSION] == {"directoryRead": True}
     assert "resources" in caps
 
 
-def test_skills_list_pages_whole_entries(wire: Any) -> None:
-    entries = listing(wire)  # page_size=1: two pages
+def test_skills_list_pages_whole_entries(over: Any) -> None:
+    entries = listing(over)  # page_size=1: two pages
     assert [e["uri"] for e in entries] == [
         "skill://pdf-tools/SKILL.md",
         "skill://acme/notes/SKILL.md",
@@ -152,9 +153,9 @@ def test_skills_list_pages_whole_entries(wire: Any) -> None:
     assert guide["digest"] == "sha256:" + hashlib.sha256(GUIDE.encode()).hexdigest()
 
 
-def test_skill_md_is_a_resource_matching_its_entry(wire: Any) -> None:
-    entry = listing(wire)[0]
-    read = ok(wire, "resources/read", {"uri": entry["uri"]})["contents"][0]
+def test_skill_md_is_a_resource_matching_its_entry(over: Any) -> None:
+    entry = listing(over)[0]
+    read = ok(over, "resources/read", {"uri": entry["uri"]})["contents"][0]
     assert read["mimeType"] == "text/markdown"
     text = read["text"]
     assert text.startswith('---\nname: "pdf-tools"\n')
@@ -162,35 +163,35 @@ def test_skill_md_is_a_resource_matching_its_entry(wire: Any) -> None:
     own = next(r for r in entry["resources"] if r["uri"] == entry["uri"])
     assert own["size"] == len(text.encode())
     assert own["digest"] == "sha256:" + hashlib.sha256(text.encode()).hexdigest()
-    listed = {r["uri"]: r for r in ok(wire, "resources/list")["resources"]}
+    listed = {r["uri"]: r for r in ok(over, "resources/list")["resources"]}
     assert listed[entry["uri"]]["name"] == "pdf-tools"
     assert listed[entry["uri"]]["description"] == "Fill in and merge PDFs."
-    blob = ok(wire, "resources/read", {"uri": "skill://pdf-tools/logo.bin"})["contents"][0]
+    blob = ok(over, "resources/read", {"uri": "skill://pdf-tools/logo.bin"})["contents"][0]
     assert blob["blob"] == "AP8="
 
 
-def test_skills_get(wire: Any) -> None:
-    got = ok(wire, "skills/get", {"uri": "skill://acme/notes/SKILL.md"})
+def test_skills_get(over: Any) -> None:
+    got = ok(over, "skills/get", {"uri": "skill://acme/notes/SKILL.md"})
     assert got["skill"]["frontmatter"]["name"] == "notes"
     assert "nextCursor" not in got and "ttlMs" in got and "cacheScope" in got
-    unknown = send(wire, "skills/get", {"uri": "skill://nope/SKILL.md"})
+    unknown = send(over, "skills/get", {"uri": "skill://nope/SKILL.md"})
     assert unknown["error"]["code"] == -32602
 
 
-def test_directory_read(wire: Any) -> None:
-    root = ok(wire, "resources/directory/read", {"uri": "skill://pdf-tools"})["resources"]
+def test_directory_read(over: Any) -> None:
+    root = ok(over, "resources/directory/read", {"uri": "skill://pdf-tools"})["resources"]
     assert {(r["uri"], r["mimeType"]) for r in root} == {
         ("skill://pdf-tools/docs", "inode/directory"),
         ("skill://pdf-tools/SKILL.md", "text/markdown"),
         ("skill://pdf-tools/logo.bin", "application/octet-stream"),
     }
-    docs = ok(wire, "resources/directory/read", {"uri": "skill://pdf-tools/docs/"})["resources"]
+    docs = ok(over, "resources/directory/read", {"uri": "skill://pdf-tools/docs/"})["resources"]
     assert [r["uri"] for r in docs] == [
         "skill://pdf-tools/docs/deep",
         "skill://pdf-tools/docs/guide.md",
     ]
     for not_a_directory in ("skill://pdf-tools/SKILL.md", "skill://pdf-tools/nope", "file:///"):
-        reply = send(wire, "resources/directory/read", {"uri": not_a_directory})
+        reply = send(over, "resources/directory/read", {"uri": not_a_directory})
         assert reply["error"]["code"] == -32602, not_a_directory
 
 
@@ -212,3 +213,62 @@ def test_declaring_bad_skills_fails() -> None:
     assert not rt.catalog.resources
     with pytest.raises(KeyError):
         rt.remove_skill("skill://ok/SKILL.md")
+
+
+def test_a_skill_directory_on_disk(tmp_path: Path) -> None:
+    skill = tmp_path / "csv-tools"
+    (skill / "scripts").mkdir(parents=True)
+    (skill / ".git").mkdir()
+    manifest = (
+        "---\n"
+        "name: csv-tools\n"
+        'description: "Clean CSV files: dedupe, sort"\n'
+        "license: MIT\n"
+        'metadata: {"version": "1.2"}\n'
+        "---\n\n# CSV tools\n"
+    )
+    (skill / "SKILL.md").write_text(manifest)
+    (skill / "scripts" / "clean.py").write_text("print('clean')\n")
+    (skill / ".git" / "HEAD").write_text("ref: x\n")
+    rt = Runtime(versions=[V])
+    served = rt.add_skill_directory(skill, path="data/csv-tools")
+    assert served.uri == "skill://data/csv-tools/SKILL.md"
+    c = Direct()
+    c.rt = rt
+    entry = ok(c, "skills/get", {"uri": served.uri})["skill"]
+    assert entry["frontmatter"] == {
+        "name": "csv-tools",
+        "description": "Clean CSV files: dedupe, sort",
+        "license": "MIT",
+        "metadata": {"version": "1.2"},
+    }
+    assert {r["uri"] for r in entry["resources"]} == {
+        "skill://data/csv-tools/SKILL.md",
+        "skill://data/csv-tools/scripts/clean.py",
+    }
+    read = ok(c, "resources/read", {"uri": served.uri})["contents"][0]
+    assert read["text"] == manifest  # served as written
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "description: Use when: asked",  # not valid YAML as a plain scalar
+        "description: yes # a comment",
+        "tags:",  # a block list follows
+        "  - a",
+    ],
+)
+def test_frontmatter_beyond_flat_lines_is_refused(line: str) -> None:
+    with pytest.raises(ValueError, match=r"SKILL\.md line"):
+        read_frontmatter(f"---\nname: x\n{line}\n---\nbody\n")
+
+
+def test_frontmatter_needs_its_block() -> None:
+    with pytest.raises(ValueError, match="must begin"):
+        read_frontmatter("# no frontmatter\n")
+    assert read_frontmatter("---\nname: x\nn: 3\nok: null\n---\n") == {
+        "name": "x",
+        "n": 3,
+        "ok": None,
+    }

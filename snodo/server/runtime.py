@@ -12,6 +12,7 @@ views are rebuilt lazily after a change.
 from __future__ import annotations
 
 import inspect
+import os
 import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -408,6 +409,19 @@ class Runtime:
         to their contents. Every file becomes a resource; ``skills/list``, ``skills/get`` and
         ``resources/directory/read`` serve the rest. Adding a skill at the same path replaces it.
         """
+        return self._skill_set().add(
+            name, description, body, files=files, path=path, frontmatter=frontmatter
+        )
+
+    def add_skill_directory(
+        self, directory: str | os.PathLike[str], path: str | None = None
+    ) -> Skill:
+        """Serve the skill in ``directory`` (its ``SKILL.md`` and every file below it, hidden
+        ones left out) as :meth:`add_skill` does, the frontmatter read from the file: flat
+        ``key: value`` lines, values plain or in JSON (ValueError for other YAML)."""
+        return self._skill_set().add_directory(directory, path)
+
+    def _skill_set(self) -> SkillSet:
         from snodo.server.skills import DIRECTORY_READ, EXTENSION, GET, LIST, SkillSet
 
         skills = self.skills
@@ -417,7 +431,7 @@ class Runtime:
             self.extension_handlers.update(
                 {LIST: skills.list, GET: skills.get, DIRECTORY_READ: skills.directory_read}
             )
-        return skills.add(name, description, body, files=files, path=path, frontmatter=frontmatter)
+        return skills
 
     def remove_skill(self, uri: str) -> None:
         """Stop serving the skill whose ``SKILL.md`` is at ``uri``; ``KeyError`` if none is."""

@@ -15,9 +15,11 @@ file's frontmatter and the entry's are the same by construction.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import orjson
@@ -162,19 +164,7 @@ class SkillSet:
         frontmatter: Mapping[str, Any] | None = None,
     ) -> Skill:
         """Serve a skill (see :meth:`Runtime.add_skill`)."""
-        if not isinstance(name, str) or not NAME_RULE.match(name):
-            raise ValueError(
-                f"skill name {name!r}: 1-64 lowercase letters, digits and hyphens "
-                "(no leading, trailing or double hyphen)"
-            )
-        if not isinstance(description, str) or not description:
-            raise ValueError("a skill needs a non-empty description")
-        where = path if path is not None else name
-        segments = where.split("/")
-        if segments[-1] != name or not all(_SEGMENT.match(s) for s in segments):
-            raise ValueError(
-                f"skill path {where!r} must be URI segments ending in the name {name!r}"
-            )
+        _check_identity(name, description)
         fields: dict[str, Any] = {"name": name, "description": description}
         for key, value in (frontmatter or {}).items():
             if key in fields:
@@ -182,18 +172,39 @@ class SkillSet:
             fields[key] = value
         contents: dict[str, bytes] = {SKILL_FILE: render_skill_md(fields, body).encode()}
         for rel, data in (files or {}).items():
-            parts = rel.split("/")
-            if rel == SKILL_FILE or not all(p and p not in (".", "..") for p in parts):
-                raise ValueError(
-                    f"skill file path {rel!r} must be relative, inside the skill, not SKILL.md"
-                )
-            contents[rel] = data.encode() if isinstance(data, str) else bytes(data)
+            contents[_relative(rel)] = data.encode() if isinstance(data, str) else bytes(data)
+        return self._serve(Skill(_where(name, path), fields, contents))
+
+    def add_directory(self, directory: str | os.PathLike[str], path: str | None = None) -> Skill:
+        """Serve the skill in ``directory`` (see :meth:`Runtime.add_skill_directory`)."""
+        root = Path(directory)
+        manifest = root / SKILL_FILE
+        if not manifest.is_file():
+            raise ValueError(f"{root} holds no {SKILL_FILE}")
+        contents: dict[str, bytes] = {SKILL_FILE: manifest.read_bytes()}
+        for file in sorted(root.rglob("*")):
+            rel = file.relative_to(root).as_posix()
+            if rel == SKILL_FILE or any(p.startswith(".") for p in rel.split("/")):
+                continue  # hidden files and directories (.git) are not part of the skill
+            if file.is_file():
+                contents[_relative(rel)] = file.read_bytes()
+        try:
+            text = contents[SKILL_FILE].decode("utf-8")
+        except UnicodeDecodeError:
+            raise ValueError(f"{manifest} is not UTF-8") from None
+        fields = read_frontmatter(text)
+        name, description = fields.get("name"), fields.get("description")
+        if not isinstance(name, str) or not isinstance(description, str):
+            raise ValueError(f"{manifest}: the frontmatter needs name and description strings")
+        _check_identity(name, description)
+        return self._serve(Skill(_where(name, path), fields, contents))
+
+    def _serve(self, skill: Skill) -> Skill:
+        contents = skill.files
         if len(contents) > MAX_FILES or sum(len(d) for d in contents.values()) > MAX_BYTES:
             raise ValueError(f"a skill holds at most {MAX_FILES} files and {MAX_BYTES} bytes")
-        skill = Skill(where, fields, contents)
         rt = self._runtime
-        old = self.skills.get(skill.uri)
-        if old is not None:
+        if skill.uri in self.skills:
             self.remove(skill.uri)
         for rel, data in contents.items():
             text: str | bytes = data
@@ -205,8 +216,8 @@ class SkillSet:
                 rt.add_resource(
                     skill.uri,
                     _constant(text),
-                    name=name,
-                    description=description,
+                    name=skill.frontmatter["name"],
+                    description=skill.frontmatter["description"],
                     mime_type="text/markdown",
                 )
             else:
@@ -275,6 +286,76 @@ class SkillSet:
             if children is not None:
                 return {"resources": children}
         raise invalid_params(f"Not a directory: {uri}", {"uri": uri})
+
+
+def _check_identity(name: str, description: str) -> None:
+    if not isinstance(name, str) or not NAME_RULE.match(name):
+        raise ValueError(
+            f"skill name {name!r}: 1-64 lowercase letters, digits and hyphens "
+            "(no leading, trailing or double hyphen)"
+        )
+    if not isinstance(description, str) or not description:
+        raise ValueError("a skill needs a non-empty description")
+
+
+def _where(name: str, path: str | None) -> str:
+    """The skill path (``path``, default the name), checked: URI segments ending in the name."""
+    where = path if path is not None else name
+    segments = where.split("/")
+    if segments[-1] != name or not all(_SEGMENT.match(s) for s in segments):
+        raise ValueError(f"skill path {where!r} must be URI segments ending in the name {name!r}")
+    return where
+
+
+def _relative(rel: str) -> str:
+    parts = rel.split("/")
+    if rel == SKILL_FILE or not all(p and p not in (".", "..") for p in parts):
+        raise ValueError(
+            f"skill file path {rel!r} must be relative, inside the skill, not SKILL.md"
+        )
+    return rel
+
+
+_FRONTMATTER: Final = re.compile(r"^---\r?\n([\s\S]*?)\r?\n---[ \t]*(?:\r?\n|$)")
+_KEY_LINE: Final = re.compile(r"^([A-Za-z_][A-Za-z0-9_-]*):(?:[ \t]+(.*))?$")
+_PLAIN_UNSAFE: Final = re.compile(r"(^[-?:,\[\]{}#&*!|>'\"%@`])|(: )|( #)|(:$)")
+_YAML_SPECIAL: Final = re.compile(
+    r"^(true|True|TRUE|false|False|FALSE|null|Null|NULL|~|[-+]?(\.inf|\.Inf|\.INF)|\.nan"
+    r"|\.NaN|\.NAN|[-+]?[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?|0x[0-9a-fA-F]+|0o[0-7]+)$"
+)
+
+
+def read_frontmatter(text: str) -> dict[str, Any]:
+    """The frontmatter of a hand-written ``SKILL.md``, for the flat form most skills use: one
+    ``key: value`` line per field, the value a plain string or JSON (quoted strings, numbers,
+    booleans, null, flow ``{...}``/``[...]`` in JSON syntax). Anything else (block lists,
+    nested mappings, YAML-only scalars) is refused rather than guessed: use ``add_skill``."""
+    match = _FRONTMATTER.match(text[1:] if text.startswith("\ufeff") else text)
+    if match is None:
+        raise ValueError("SKILL.md must begin with a --- delimited frontmatter block")
+    fields: dict[str, Any] = {}
+    for number, line in enumerate(match.group(1).splitlines(), 2):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        found = _KEY_LINE.match(line.rstrip())
+        if found is None or found.group(2) is None or not found.group(2).strip():
+            raise ValueError(f"SKILL.md line {number}: only flat 'key: value' lines are read")
+        key, raw = found.group(1), found.group(2).strip()
+        try:
+            value: Any = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            if _PLAIN_UNSAFE.search(raw) or _YAML_SPECIAL.match(raw):
+                raise ValueError(
+                    f"SKILL.md line {number}: {raw!r} is not a plain string; quote it as JSON"
+                ) from None
+            value = raw
+        else:
+            if isinstance(value, (int, float)) and not _YAML_SPECIAL.match(raw):
+                raise ValueError(f"SKILL.md line {number}: {raw!r}: write numbers plainly")
+        if key in fields:
+            raise ValueError(f"SKILL.md line {number}: {key!r} is given twice")
+        fields[key] = value
+    return fields
 
 
 def _constant(value: str | bytes) -> Any:
