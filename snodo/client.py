@@ -426,8 +426,7 @@ class Client:
             raise ValueError("task_id must be a non-empty string")
         self._check_tasks()
         record = wire.parse_task({"taskId": task_id, "status": "working"})
-        opted = wire.opt_in_meta(self._options.client_capabilities, meta)
-        return Task(self, self._task_steps(record, None, opted, trace_context, None))
+        return Task(self, self._task_steps(record, None, self._opted(meta), trace_context, None))
 
     def read_resource(
         self,
@@ -768,12 +767,29 @@ class Client:
         return outcome
 
     def _check_tasks(self) -> None:
-        """Tasks (SEP-2663) are a 2026-07-28 extension: -32601 on a session-era connection."""
-        if not self._dialect.stateless:
+        """Tasks opt in per call on 2026-07-28; on a session-era connection only per client (the
+        extension declared at initialize), else -32601 before anything is sent."""
+        if self._dialect.stateless:
+            return
+        from snodo.protocol import tasks as wire
+
+        if not wire.declares_tasks(self._options.client_capabilities):
             raise errors.method_not_found(
                 "tasks/get",
-                reason=f"the Tasks extension needs protocol 2026-07-28, not {self.version}",
+                reason=(
+                    f"on {self.version} the Tasks extension is opted into per client: declare"
+                    " it in client_capabilities (per call needs 2026-07-28)"
+                ),
             )
+
+    def _opted(self, meta: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+        """``meta`` opting the request into tasks (2026-07-28: per request; the session era
+        declared it at initialize)."""
+        if not self._dialect.stateless:
+            return meta
+        from snodo.protocol import tasks as wire
+
+        return wire.opt_in_meta(self._options.client_capabilities, meta)
 
     def _task_steps(
         self,
@@ -810,10 +826,9 @@ class Client:
         max_input_rounds: int | None = None,
         log_level: str | None = None,
     ) -> Steps[Task]:
-        from snodo.protocol import tasks as wire
 
         self._check_tasks()
-        opted = wire.opt_in_meta(self._options.client_capabilities, meta)
+        opted = self._opted(meta)
 
         def send(
             responses: Mapping[str, Any] | None, state: str | None
@@ -847,10 +862,9 @@ class Client:
         max_input_rounds: int | None = None,
         log_level: str | None = None,
     ) -> Steps[Task]:
-        from snodo.protocol import tasks as wire
 
         self._check_tasks()
-        opted = wire.opt_in_meta(self._options.client_capabilities, meta)
+        opted = self._opted(meta)
 
         def send(
             responses: Mapping[str, Any] | None, state: str | None
@@ -885,7 +899,7 @@ class Client:
         from snodo.tasks import Task
 
         outcome = yield from send(None, None)
-        opted = wire.opt_in_meta(self._options.client_capabilities, meta)
+        opted = self._opted(meta)
         steps = self._task_steps(wire.immediate({}), max_input_rounds, opted, trace_context, send)
         steps.adopt(outcome)
         return Task(self, steps)

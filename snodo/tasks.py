@@ -207,7 +207,13 @@ class TaskSteps:
             if remaining is not None and remaining <= 0:
                 assert timeout is not None
                 raise errors.timeout_error(timeout, cause=("task_wait", record.task_id))
-            yield Pause(wire.poll_delay(record.poll_interval, remaining, following=following))
+            expires_in = None
+            if record.ttl is not None:
+                expires_in = record.ttl - (time.monotonic() - self._made)
+            delay = wire.poll_delay(
+                record.poll_interval, remaining, following=following, expires_in=expires_in
+            )
+            yield Pause(delay)
             record = yield from self.refresh(deadline)
 
     def outcome(self, record: TaskRecord) -> dict[str, Any] | InputRequired:

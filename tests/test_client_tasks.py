@@ -28,6 +28,7 @@ from tests.support.stdio_support import ROOT, no_leaks, snodo_server, warm_up
 
 TASKS_RUNTIME = "tests.servers.tasks_runtime:runtime"
 SHORT_TTL = "tests.servers.tasks_runtime:short_ttl"
+SLOW_POLL = "tests.servers.tasks_runtime:slow_poll"
 KINDS = ["direct", "stdio", "http"]
 FORM = {"elicitation": {"form": {}}}
 ACCEPT = {"action": "accept", "content": {"ok": True}}
@@ -52,8 +53,13 @@ class Server:
         return snodo.connect(snodo_server(self.stdio_runtime), cwd=str(ROOT), **options)
 
 
-def _server(kind: str, ttl: float | None = 60.0, stdio_runtime: str = TASKS_RUNTIME) -> Server:
-    runtime = build(ttl=ttl) if kind != "stdio" else None
+def _server(
+    kind: str,
+    ttl: float | None = 60.0,
+    stdio_runtime: str = TASKS_RUNTIME,
+    poll_interval: float = 0.05,
+) -> Server:
+    runtime = build(ttl=ttl, poll_interval=poll_interval) if kind != "stdio" else None
     http = serve_http(runtime) if kind == "http" and runtime is not None else None
     return Server(kind, runtime, http, stdio_runtime)
 
@@ -187,6 +193,29 @@ def test_a_task_whose_result_expired(server: Server) -> None:
             short.http.close()
         if short.runtime is not None:
             short.runtime.close_tasks()
+
+
+def test_the_wait_follows_status_notifications(server: Server) -> None:
+    """The server acknowledges taskIds on subscriptions/listen and sends notifications/tasks:
+    the wait wakes on the notification, long before the server's 1.5 s poll hint; with
+    follow=False it polls as hinted (the poll comes no sooner than 1.5 s)."""
+    slow = _server(server.kind, stdio_runtime=SLOW_POLL, poll_interval=1.5)
+    try:
+        with slow.connect() as client:
+            task = client.call_tool_task("slow", {"seconds": 0.1})
+            assert task.record.poll_interval == 1.5
+            started = time.monotonic()
+            assert _text(task.result(timeout=10)) == "slow done"
+            assert time.monotonic() - started < 1.2
+            polled = client.call_tool_task("slow", {"seconds": 0.05})
+            started = time.monotonic()
+            assert polled.wait(timeout=10, follow=False) == "completed"
+            assert time.monotonic() - started >= 1.5
+    finally:
+        if slow.http is not None:
+            slow.http.close()
+        if slow.runtime is not None:
+            slow.runtime.close_tasks()
 
 
 def test_a_wait_that_times_out(client: snodo.Client) -> None:
@@ -326,13 +355,17 @@ def test_a_server_without_tasks_answers_at_once() -> None:
         task.cancel()
 
 
-def test_tasks_need_the_stateless_era(server: Server) -> None:
-    """The extension is a 2026-07-28 one: on a session-era connection it is -32601 before
-    anything is sent."""
+def test_the_session_era_opts_in_per_client_only(server: Server) -> None:
+    """On a session-era connection the extension is declared at initialize (per client): then
+    call_tool_task runs the task; without it, -32601 before anything is sent."""
     with server.connect(protocol="2025-11-25") as client:
         with pytest.raises(snodo.McpError) as caught:
             client.call_tool_task("slow", {"seconds": 0.05})
-        assert caught.value.code == -32601 and "2026-07-28" in str(caught.value)
+        assert caught.value.code == -32601 and "client_capabilities" in str(caught.value)
+    caps = {"extensions": {wire.EXTENSION: {}}}
+    with server.connect(protocol="2025-11-25", client_capabilities=caps) as client:
+        task = client.call_tool_task("slow", {"seconds": 0.05})
+        assert task.id and _text(task.result(timeout=10)) == "slow done"
 
 
 # -- snodo.aio -----------------------------------------------------------------------------

@@ -156,6 +156,10 @@ def test_poll_delay_obeys_the_hint_and_the_deadline() -> None:
     assert wire.poll_delay(0.1, None, following=True) == wire.FOLLOWING_POLL_INTERVAL
     assert wire.poll_delay(60.0, None, following=True) == 60.0
     assert wire.poll_delay(0.1, 1.0, following=True) == 1.0
+    # an expiry is not notified: the safety poll looks just after it, never sooner than the hint
+    assert wire.poll_delay(0.1, None, following=True, expires_in=0.5) == 0.5 + wire.EXPIRY_MARGIN
+    assert wire.poll_delay(0.1, None, following=True, expires_in=-3.0) == 0.1
+    assert wire.poll_delay(0.1, None, expires_in=0.01) == 0.1  # not following: the hint
 
 
 def test_listen_honoured_only_when_the_ack_keeps_the_task() -> None:

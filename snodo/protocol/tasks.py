@@ -69,6 +69,9 @@ MIN_POLL_INTERVAL: Final = 0.02
 #: (a notification is optional and may be lost): seconds.
 FOLLOWING_POLL_INTERVAL: Final = 5.0
 
+#: How long after a followed task's expiry the safety poll looks (seconds).
+EXPIRY_MARGIN: Final = 0.05
+
 #: The error code of a task cancelled before it ended (``Task.result()``): JSON-RPC has none;
 #: -32800 is the "request cancelled" code LSP made common.
 TASK_CANCELLED: Final = -32800
@@ -348,18 +351,29 @@ def pre_task(input_requests: dict[str, Any], result: dict[str, Any]) -> TaskReco
     )
 
 
-def poll_delay(hint: float | None, remaining: float | None, *, following: bool = False) -> float:
+def poll_delay(
+    hint: float | None,
+    remaining: float | None,
+    *,
+    following: bool = False,
+    expires_in: float | None = None,
+) -> float:
     """Seconds to wait before the next ``tasks/get``.
 
     The server's ``pollIntervalMs`` (``hint``, seconds) is obeyed: never sooner, and at least
     :data:`MIN_POLL_INTERVAL`; without one, :data:`DEFAULT_POLL_INTERVAL`. While notifications
-    are followed the poll is only a safety net: at least :data:`FOLLOWING_POLL_INTERVAL`. The
-    wait never runs past the caller's deadline (``remaining``; ``None``: no deadline).
+    are followed the poll is only a safety net: at least :data:`FOLLOWING_POLL_INTERVAL`, but
+    not past the task's expiry (``expires_in``: its ttl less its age; an expiry is not
+    notified), nor ever sooner than the hint. The wait never runs past the caller's deadline
+    (``remaining``; ``None``: no deadline).
     """
     delay = hint if hint is not None else DEFAULT_POLL_INTERVAL
     delay = max(delay, MIN_POLL_INTERVAL)
     if following:
-        delay = max(delay, FOLLOWING_POLL_INTERVAL)
+        slow = FOLLOWING_POLL_INTERVAL
+        if expires_in is not None:
+            slow = min(slow, expires_in + EXPIRY_MARGIN)
+        delay = max(delay, slow)
     if remaining is not None:
         delay = min(delay, max(remaining, 0.0))
     return delay
@@ -468,6 +482,7 @@ __all__ = [
     "ACTIVE",
     "CANCEL",
     "DEFAULT_POLL_INTERVAL",
+    "EXPIRY_MARGIN",
     "EXTENSION",
     "FOLLOWING_POLL_INTERVAL",
     "GET",

@@ -1,6 +1,6 @@
 """A Runtime with task-capable tools, for the client's task tests (tests/test_client_tasks.py):
 in process (direct, HTTP) and over stdio (``python -m snodo.server
-tests.servers.tasks_runtime:runtime``; ``short_ttl`` keeps a task 0.4 s)."""
+tests.servers.tasks_runtime:runtime``; ``short_ttl`` keeps a task 0.4 s, ``slow_poll`` hints 1.5 s between polls)."""
 
 from __future__ import annotations
 
@@ -70,3 +70,4 @@ def build(*, ttl: float | None = 60.0, poll_interval: float = 0.05) -> Runtime:
 
 runtime = build()
 short_ttl = build(ttl=0.4)
+slow_poll = build(poll_interval=1.5)
