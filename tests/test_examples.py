@@ -207,3 +207,28 @@ def test_fleet_example_serves_routes_reloads_and_closes() -> None:
             if row[5] != "-":
                 with pytest.raises(ProcessLookupError):  # close() ended every server process
                     os.kill(int(row[5]), 0)
+
+
+def test_tasks_example_follows_answers_cancels_and_hints() -> None:
+    """Tasks: examples/tasks.py (a build followed to its result, a deploy answered by hand and
+    by a handler, a cancelled job, a timed-out wait, the required-task hint) over HTTP."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "tasks.py")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines() == [
+        "build: a task (True), working",
+        "build: completed: built docs",
+        "deploy asks: Deploy to staging?",
+        "deploy by hand: deployed",
+        "crunch: wait timed out (-32001), still working",
+        "crunch: after cancel(), cancelled",
+        "migrate refused (-32021): hint names call_tool_task: True",
+        "migrate as a task: migrated",
+        "deploy with a handler: deployed",
+    ], done.stdout
