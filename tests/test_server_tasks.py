@@ -366,7 +366,12 @@ def test_close_leaves_no_thread_behind() -> None:
     before = {t.name for t in threading.enumerate()}
     rt = build()
     c = Client(Direct(rt))
+    clock = Clock()
+    rt.enable_tasks()._clock = clock
+    expired = c.call("wait", {"seconds": 30})["taskId"]
+    clock.now += 31  # past its ttl: dropped from the store, its tool told to stop
     ids = [c.call("wait", {"seconds": 30})["taskId"] for _ in range(3)]
+    assert c.err("tasks/get", {"taskId": expired})["code"] == -32602
     assert any(t.name.startswith("snodo-task-") for t in threading.enumerate())
     rt.close_tasks()
     left = [t for t in threading.enumerate() if t.name.startswith("snodo-task-")]

@@ -135,7 +135,6 @@ class _Task:
     #: Bumped by every run and by cancellation: a run whose generation is stale is ignored.
     generation: int = 0
     ctx: Context | None = None
-    thread: threading.Thread | None = None
 
 
 class TaskStore:
@@ -165,6 +164,8 @@ class TaskStore:
         self._tasks: OrderedDict[str, _Task] = OrderedDict()
         self._closed = False
         self._stopping = threading.Event()  # set by close: a run waiting to retry gives up
+        #: Every tool thread still running (a cancelled or expired task's too), for close.
+        self._threads: set[threading.Thread] = set()
         #: How each task-capable tool runs, by tool name.
         self.modes: dict[str, ToolTasking] = {}
 
@@ -249,7 +250,7 @@ class TaskStore:
             views = [
                 self._end(t, "cancelled") for t in self._tasks.values() if t.status in wire.ACTIVE
             ]
-            threads = [t.thread for t in self._tasks.values() if t.thread is not None]
+            threads = list(self._threads)
         for view in views:
             self._notify(view)
         current = threading.current_thread()
@@ -353,12 +354,18 @@ class TaskStore:
             name=f"snodo-task-{task.task_id[:8]}",
             daemon=True,
         )
-        task.thread = thread
+        self._threads.add(thread)
         thread.start()
 
     def _execute(self, task: _Task, generation: int, delay: float) -> None:
-        if delay and self._stopping.wait(delay):
-            return
+        try:
+            if not (delay and self._stopping.wait(delay)):
+                self._run_once(task, generation)
+        finally:
+            with self._lock:
+                self._threads.discard(threading.current_thread())
+
+    def _run_once(self, task: _Task, generation: int) -> None:
         rounds = Rounds("tools/call")
         rounds.binding = (task.tool.name, task.arguments)
         rounds.answers = dict(task.answers)
