@@ -180,11 +180,9 @@ class TaskStore:
                 raise wire.missing_extension_error(f"Tool {tool.name}")
             plain = _task_context(ctx, False) if mode.prelude else ctx
             return run_tool(tool, arguments, plain)
-        if mode.prelude:
+        if mode.prelude:  # on the request until ctx.start_task() (or to its end: no task)
             try:
-                return run_tool(
-                    tool, arguments, _task_context(ctx, True)
-                )  # it ended without going on as a task
+                return run_tool(tool, arguments, _task_context(ctx, True))
             except StartTaskSignal:
                 pass
         rounds = ctx.rounds
