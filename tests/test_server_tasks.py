@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -190,13 +191,16 @@ class Client:
     def __init__(self, transport: Any) -> None:
         self.t = transport
 
-    def send(self, method: str, params: dict[str, Any] | None = None, caps: Any = None) -> Any:
-        params = dict(params or {})
-        params["_meta"] = {
+    def meta(self, caps: Any = None) -> dict[str, Any]:
+        return {
             "io.modelcontextprotocol/protocolVersion": V,
             "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
             "io.modelcontextprotocol/clientCapabilities": TASKS if caps is None else caps,
         }
+
+    def send(self, method: str, params: dict[str, Any] | None = None, caps: Any = None) -> Any:
+        params = dict(params or {})
+        params["_meta"] = self.meta(caps)
         message = {"jsonrpc": "2.0", "id": next(_ids), "method": method, "params": params}
         return self.t.send(message)
 
@@ -319,6 +323,33 @@ def test_unknown_tasks_and_removed_methods(client: Client) -> None:
 def test_the_extension_is_advertised(client: Client) -> None:
     caps = client.ok("server/discover")["capabilities"]
     assert caps["extensions"] == {wire.EXTENSION: {}} and "tasks" not in caps
+
+
+def test_http_mcp_name_must_match_the_task_id(client: Client) -> None:
+    if not isinstance(client.t, Http):
+        pytest.skip("an HTTP header rule")
+    task_id = client.call("quick")["taskId"]
+    body = {
+        "jsonrpc": "2.0",
+        "id": next(_ids),
+        "method": "tasks/get",
+        "params": {"taskId": task_id, "_meta": Client(client.t).meta()},
+    }
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": V,
+        "Mcp-Method": "tasks/get",
+        "Mcp-Name": "another-task",
+    }
+    request = urllib.request.Request(
+        client.t.server.url, json.dumps(body).encode(), headers, method="POST"
+    )
+    with pytest.raises(urllib.error.HTTPError) as raised:
+        urllib.request.urlopen(request, timeout=DEADLINE)
+    assert raised.value.code == 400
+    assert json.loads(raised.value.read())["error"]["code"] == -32020
+    raised.value.close()
 
 
 # -- the store (direct) ------------------------------------------------------------------------
