@@ -88,6 +88,7 @@ CHECKED = {
     "pending = client.call_tool(": "test_input_required_block",
     "client = snodo.connect(snodo.Http(url), cache=True)": "test_cache_block",
     "for event in sub:  # next()": "test_subscriptions_block",
+    'task = client.call_tool_task("build", {"target": "docs"})': "test_tasks_block",
     "on_state=states,": "test_restart_block",
     "messages = queue.Queue(maxsize=1000)": "test_log_messages_block",
     'print(error.data["stderr"])': "test_stderr_block",
@@ -387,6 +388,23 @@ def test_subscriptions_block() -> None:
         assert namespace["event"] == snodo.Closed(None)
     finally:
         client.close()
+
+
+def test_tasks_block() -> None:
+    """Tasks: call_tool_task returns a handle; result() is the tool's result; a wait that times
+    out is -32001 and cancel() leaves the job cancelled (examples/tasks.py's runtime)."""
+    from examples.tasks import build_runtime
+
+    runtime = build_runtime()
+    namespace: dict[str, Any] = {"snodo": snodo, "runtime": runtime}
+    try:
+        run(block('task = client.call_tool_task("build", {"target": "docs"})'), namespace)
+        assert isinstance(namespace["task"], snodo.Task) and namespace["task"].id
+        assert namespace["result"]["content"][0]["text"] == "built docs"
+        assert namespace["job"].status == "cancelled"
+    finally:
+        close_all(namespace)
+        runtime.close_tasks()
 
 
 # -- Long-running programs -----------------------------------------------------------------
