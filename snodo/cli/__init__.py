@@ -260,26 +260,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exit:
         return exit.code if isinstance(exit.code, int) else EXIT_USAGE
     args.command = command
-    return _run(parser, args)
+    return _run(args)
 
 
-def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace) -> int:
     """Carry the parsed command out, mapping errors to exit statuses and one-line messages."""
     import logging
 
-    from snodo.cli.terminal import Interrupted
-
+    library = logging.getLogger(PROG)  # the parent of every logger the library names
     if args.debug:
         logging.basicConfig(level=logging.DEBUG, stream=sys.stderr)
-    else:
-        # snodo's warnings (a fleet server that fails, say) are not the command's output.
-        # (The parent of every logger the library names; the command emits to none.)
-        library = logging.getLogger(PROG)
-        library.addHandler(logging.NullHandler())
-        library.propagate = False
+        return _outcome(args)
+    # snodo's warnings (a fleet server that fails, say) are not the command's output.
+    quiet = logging.NullHandler()
+    library.addHandler(quiet)
+    propagate, library.propagate = library.propagate, False
     try:
-        handler = _HANDLERS[args.command]
-        status = handler(args)
+        return _outcome(args)
+    finally:  # as it was (main() may run in a process that goes on)
+        library.removeHandler(quiet)
+        library.propagate = propagate
+
+
+def _outcome(args: argparse.Namespace) -> int:
+    """The command's exit status; every error as one ``snodo: error:`` line."""
+    from snodo.cli.terminal import Interrupted
+
+    try:
+        status = _HANDLERS[args.command](args)
         sys.stdout.flush()
         return status
     except BrokenPipeError:
@@ -292,29 +300,29 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         _fail(f"{error} (snodo {args.command} --help)")
         return EXIT_USAGE
     except (Interrupted, KeyboardInterrupt):
-        if args.debug:
-            raise
-        print(file=sys.stderr)
+        _traceback(args)
+        print(file=sys.stderr)  # past the ^C the terminal echoed
         _fail("interrupted")
         return EXIT_INTERRUPTED
     except Exception as error:
         from snodo.protocol.errors import McpError
 
-        if args.debug:
-            import traceback
-
-            traceback.print_exc()
+        _traceback(args)
         if isinstance(error, McpError):
             _fail(f"{error.message} ({error.code})")
-            return EXIT_CONNECTION
-        if isinstance(error, OSError):
+        elif isinstance(error, OSError):
             _fail(str(error))
-            return EXIT_CONNECTION
-        _fail(
-            f"internal error: {type(error).__name__}: {error}"
-            + ("" if args.debug else " (--debug shows the traceback)")
-        )
+        else:
+            hint = "" if args.debug else " (--debug shows the traceback)"
+            _fail(f"internal error: {type(error).__name__}: {error}{hint}")
         return EXIT_CONNECTION
+
+
+def _traceback(args: argparse.Namespace) -> None:
+    if args.debug:
+        import traceback
+
+        traceback.print_exc()
 
 
 # -- the commands ----------------------------------------------------------------------------
