@@ -618,8 +618,8 @@ def test_tmux_ctrl_d_declines_a_form(tmux: Tmux, tmp_path: Path) -> None:
 
 def test_tmux_progress_bar_drawn_in_place_and_finished(tmux: Tmux) -> None:
     name = tmux.start(_call("slow", "n=4", "delay=0.4"))
-    mid = tmux.wait_for(name, r"2/4 +50% step 2")
-    assert "4/4" not in mid
+    mid = tmux.wait_for(name, r"^\[[#.]{24}\] [123]/4 +\d+% step [123]$")  # under way
+    assert "4/4" not in mid and "done" not in mid
     assert tmux.exit_status(name) == 0, tmux.screen(name)
     lines = [line.rstrip() for line in tmux.screen(name).splitlines() if line.strip()]
     bars = [i for i, line in enumerate(lines) if re.search(r"\d/4", line)]
