@@ -682,3 +682,18 @@ def test_tmux_bar_is_coloured_unless_no_color(tmux: Tmux, no_color: str) -> None
     styled = tmux.tmux("capture-pane", "-p", "-e", "-S", "-", "-t", name)
     line = next(line for line in styled.splitlines() if "1/1 100%" in line)
     assert ("\x1b[36m" in line) is (no_color == "")
+
+
+def test_terminal_lines_are_read_whole_and_end_of_input_is_eof() -> None:
+    """The prompts' reader (select and os.read, never one blocking read): lines split, a last
+    line without newline kept, then EOFError."""
+    read_end, write_end = os.pipe()
+    try:
+        os.write(write_end, "Ada\r\nnum\xe9ro\nlast".encode())
+        os.close(write_end)
+        reader = terminal._LineReader()
+        assert [reader.line(read_end) for _ in range(3)] == ["Ada", "numéro", "last"]
+        with pytest.raises(EOFError):
+            reader.line(read_end)
+    finally:
+        os.close(read_end)

@@ -439,7 +439,7 @@ class _LineReader:
             if not chunk:
                 held, self._held = self._held, b""
                 if held:
-                    return held.decode(errors="replace")
+                    return held.decode(sys.stdin.encoding or "utf-8", errors="replace")
                 raise EOFError
             self._held += chunk
         line, _, self._held = self._held.partition(b"\n")
