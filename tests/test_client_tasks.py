@@ -407,3 +407,30 @@ def test_aio_tasks(kind: str) -> None:
         if http is not None:
             http.close()
         runtime.close_tasks()
+
+
+# -- the actor proxy -----------------------------------------------------------------------
+
+
+@pytest.mark.skipif(green_mode(), reason="the actor proxy runs on snodo.aio's asyncio loop")
+def test_the_actor_proxy_mirrors_call_tool_task() -> None:
+    """ClientProxy.call_tool_task: a future of a ProxyTask whose calls are futures too."""
+    from snodo.actors import start_direct
+
+    runtime = build()
+    ref = start_direct(runtime, input_handlers={"form": lambda params: ACCEPT})
+    try:
+        proxy = ref.proxy()
+        task = proxy.call_tool_task("slow", {"seconds": 0.05}).get(timeout=10)
+        assert task.id and _text(task.result(timeout=10).get(timeout=10)) == "slow done"
+        assert task.status().get(timeout=10) == "completed" and task.done
+        asked = proxy.call_tool_task("ask", {}).get(timeout=10)
+        assert _text(asked.result(timeout=10).get(timeout=10)) == "confirmed"
+        job = proxy.request_task("tools/call", {"name": "slow", "arguments": {"seconds": 30}}).get(
+            timeout=10
+        )
+        job.cancel().get(timeout=10)
+        assert job.wait(timeout=10).get(timeout=10) == "cancelled"
+    finally:
+        ref.stop()
+        runtime.close_tasks()

@@ -33,15 +33,18 @@ from snodo.log import get_logger
 from snodo.protocol import errors
 from snodo.subscription import Subscription
 from snodo.supervision import Actor, stop
+from snodo.tasks import AsyncTask
 
 __all__ = [
     "CALLS",
     "CLOSE_WAIT",
     "OPEN_WAIT",
+    "TASK_CALLS",
     "ClientActor",
     "ClientProxy",
     "ClientRef",
     "ProxyCalls",
+    "ProxyTask",
     "start_client",
     "start_direct",
 ]
@@ -52,6 +55,7 @@ _log = get_logger("snodo.actors.client_proxy")
 CALLS = frozenset(
     {
         "call_tool",
+        "call_tool_task",
         "discover",
         "get_prompt",
         "list_page",
@@ -63,9 +67,14 @@ CALLS = frozenset(
         "ping",
         "read_resource",
         "request",
+        "request_task",
         "roots_changed",
     }
 )
+
+#: The calls whose future's value is a :class:`ProxyTask` (the AsyncClient's task handle,
+#: each of its calls a future too).
+TASK_CALLS = frozenset({"call_tool_task", "request_task"})
 
 #: Longest ``start_client`` waits for the connection to open (connect has its own timeouts).
 OPEN_WAIT = 120.0
@@ -142,9 +151,27 @@ class ProxyCalls:
             except Exception as exc:  # wrong arguments: the future says so, as Pykka's would
                 future.set_exception(_exc_info(exc))
                 return future
+            if name in TASK_CALLS:
+                coroutine = self._proxied_task(coroutine)
             running = asyncio.run_coroutine_threadsafe(coroutine, self._loop)
         running.add_done_callback(partial(_settle, future))
         return future
+
+    def run(self, coroutine: Coroutine[Any, Any, Any]) -> pykka.ThreadingFuture[Any]:
+        """Run ``coroutine`` (a call of a task handle) on the loop; a future of its outcome
+        (the connection's -32000 once it is closing)."""
+        future: pykka.ThreadingFuture[Any] = pykka.ThreadingFuture()
+        with self._lock:
+            if self._client is None or self._closing:
+                coroutine.close()
+                future.set_exception(_exc_info(errors.connection_error("Connection closed")))
+                return future
+            running = asyncio.run_coroutine_threadsafe(coroutine, self._loop)
+        running.add_done_callback(partial(_settle, future))
+        return future
+
+    async def _proxied_task(self, making: Coroutine[Any, Any, AsyncTask]) -> ProxyTask:
+        return ProxyTask(await making, self)
 
     def close(self, timeout: float = CLOSE_WAIT) -> None:
         """Close the connection (within ``timeout``) and give the loop back; idempotent."""
@@ -168,6 +195,55 @@ class ProxyCalls:
             _log.warning("the proxied connection did not close in time", timeout=timeout)
         except Exception:
             _log.exception("closing the proxied connection failed")
+
+
+class ProxyTask:
+    """``snodo.Task`` for a :class:`ClientProxy` (``call_tool_task``'s future's value): each
+    call runs the AsyncClient's task handle on the background loop and returns a Pykka future
+    at once; ``id``, ``record`` and ``done`` read the last record without a request."""
+
+    __slots__ = ("_calls", "_task")
+
+    def __init__(self, task: AsyncTask, calls: ProxyCalls) -> None:
+        self._task = task
+        self._calls = calls
+
+    def __repr__(self) -> str:
+        return f"<snodo.actors.ProxyTask {self._task.id!r} {self._task.record.status}>"
+
+    @property
+    def id(self) -> str:
+        return self._task.id
+
+    @property
+    def record(self) -> Any:
+        return self._task.record
+
+    @property
+    def done(self) -> bool:
+        return self._task.done
+
+    def status(self) -> pykka.ThreadingFuture[Any]:
+        """``Task.status``: a future of the status, asked of the server."""
+        return self._calls.run(self._task.status())
+
+    def wait(self, timeout: float | None = None) -> pykka.ThreadingFuture[Any]:
+        """``Task.wait``: a future of the status once the task ended (or needs input)."""
+        return self._calls.run(self._task.wait(timeout))
+
+    def result(self, timeout: float | None = None) -> pykka.ThreadingFuture[Any]:
+        """``Task.result``: a future of the result, the ``InputRequired``, or the error."""
+        return self._calls.run(self._task.result(timeout))
+
+    def answer(
+        self, input_responses: Mapping[str, Any], *, timeout: float | None = None
+    ) -> pykka.ThreadingFuture[Any]:
+        """``Task.answer``: a future that is None once the answers were sent."""
+        return self._calls.run(self._task.answer(input_responses, timeout=timeout))
+
+    def cancel(self, *, timeout: float | None = None) -> pykka.ThreadingFuture[Any]:
+        """``Task.cancel``: a future that is None once the server acknowledged it."""
+        return self._calls.run(self._task.cancel(timeout=timeout))
 
 
 def _settle(future: pykka.ThreadingFuture[Any], done: concurrent.futures.Future[Any]) -> None:
@@ -258,6 +334,14 @@ class ClientProxy(pykka.ActorProxy["ClientActor"]):
     def notify(self, *args: Any, **kwargs: Any) -> pykka.ThreadingFuture[Any]:
         """``Client.notify``: the future's value is None once the notification is sent."""
         return self._submit("notify", args, kwargs)
+
+    def call_tool_task(self, *args: Any, **kwargs: Any) -> pykka.ThreadingFuture[Any]:
+        """``Client.call_tool_task``: the future's value is a :class:`ProxyTask`."""
+        return self._submit("call_tool_task", args, kwargs)
+
+    def request_task(self, *args: Any, **kwargs: Any) -> pykka.ThreadingFuture[Any]:
+        """``Client.request_task``: the future's value is a :class:`ProxyTask`."""
+        return self._submit("request_task", args, kwargs)
 
     def roots_changed(self, *args: Any, **kwargs: Any) -> pykka.ThreadingFuture[Any]:
         """``Client.roots_changed``."""
