@@ -434,3 +434,44 @@ def test_the_actor_proxy_mirrors_call_tool_task() -> None:
     finally:
         ref.stop()
         runtime.close_tasks()
+
+
+def test_follow_pause_hands_pauses_to_the_waker_and_passes_the_rest() -> None:
+    """snodo.tasks.follow_pause: a Pause step goes to the given pause (the notification wait),
+    every other step to the driver, an error thrown in reaches the steps, and closing the
+    wrapper closes them."""
+    from snodo.calls import Pause, Send
+    from snodo.tasks import follow_pause
+
+    seen: list[Any] = []
+    closed: list[bool] = []
+
+    def steps() -> Any:
+        try:
+            yield Pause(0.5)
+            reply = yield Send(None, {"id": 1}, None)  # type: ignore[arg-type]
+            seen.append(reply)
+            try:
+                yield Send(None, {"id": 2}, None)  # type: ignore[arg-type]
+            except snodo.McpError as error:
+                seen.append(error.code)
+            yield Send(None, {"id": 3}, None)  # type: ignore[arg-type]
+            return "end"
+        finally:
+            closed.append(True)
+
+    paused: list[float] = []
+    wrapped = follow_pause(steps(), paused.append)
+    first = next(wrapped)
+    assert paused == [0.5] and first.message == {"id": 1}
+    second = wrapped.send("reply-1")
+    assert second.message == {"id": 2} and seen == ["reply-1"]
+    third = wrapped.throw(snodo.McpError(-32001, "late"))
+    assert third.message == {"id": 3} and seen == ["reply-1", -32001]
+    with pytest.raises(StopIteration) as stop:
+        wrapped.send(None)
+    assert stop.value.value == "end" and closed == [True]
+    again = follow_pause(steps(), paused.append)
+    next(again)
+    again.close()
+    assert closed == [True, True]
