@@ -15,7 +15,7 @@ thread, and while it waits it follows the server's ``notifications/tasks`` on a
 ``subscriptions/listen`` stream (``{"taskIds": [id]}``) when the server acknowledges that
 filter: a notification wakes the wait at once, and the poll becomes a slow safety net. The
 stream lives only inside ``wait()``: no thread or timer outlives a call. ``snodo.aio`` drives the
-same steps on its loop (``AsyncTask``).
+same steps on its loop (``AsyncTask``), following notifications on an ``AsyncSubscription``.
 """
 
 from __future__ import annotations
@@ -360,14 +360,20 @@ class Task:
 class AsyncTask:
     """:class:`Task` for ``snodo.aio`` (``AsyncClient.call_tool_task``): the same steps, driven
     on the event loop; ``await task.status()``, ``wait``, ``result``, ``answer``, ``cancel``.
-    It polls as the server's hints say (status notifications are followed by the sync handle).
-    """
+    Its waits follow the server's status notifications as the sync handle's do (``listen``:
+    ``AsyncClient.listen``, None where the connection has none)."""
 
-    __slots__ = ("_drive", "_steps")
+    __slots__ = ("_drive", "_listen", "_steps")
 
-    def __init__(self, steps: TaskSteps, drive: Callable[[Steps[Any]], Awaitable[Any]]) -> None:
+    def __init__(
+        self,
+        steps: TaskSteps,
+        drive: Callable[[Steps[Any]], Awaitable[Any]],
+        listen: Callable[..., Awaitable[Any]] | None = None,
+    ) -> None:
         self._steps = steps
         self._drive = drive
+        self._listen = listen
 
     def __repr__(self) -> str:
         record = self._steps.record
@@ -393,13 +399,15 @@ class AsyncTask:
         record: TaskRecord = await self._drive(self._steps.refresh())
         return record.status
 
-    async def wait(self, timeout: float | None = None) -> str:
+    async def wait(self, timeout: float | None = None, *, follow: bool = True) -> str:
         """``Task.wait``: the status once ended (or needing input no handler gives)."""
-        return (await self._wait(timeout)).status
+        return (await self._wait(timeout, follow)).status
 
-    async def result(self, timeout: float | None = None) -> dict[str, Any] | InputRequired:
+    async def result(
+        self, timeout: float | None = None, *, follow: bool = True
+    ) -> dict[str, Any] | InputRequired:
         """``Task.result``: the result, the input for the caller, or the task's error."""
-        return self._steps.outcome(await self._wait(timeout))
+        return self._steps.outcome(await self._wait(timeout, follow))
 
     async def answer(
         self, input_responses: Mapping[str, Any], *, timeout: float | None = None
@@ -411,11 +419,112 @@ class AsyncTask:
         """``Task.cancel``: ask the server to cancel the task (``tasks/cancel``)."""
         await self._drive(self._steps.cancel(_deadline(timeout)))
 
-    async def _wait(self, timeout: float | None) -> TaskRecord:
+    async def _wait(self, timeout: float | None, follow: bool) -> TaskRecord:
+        steps = self._steps
         if timeout is not None:
             _check_timeout(timeout)
-        record: TaskRecord = await self._drive(self._steps.wait(timeout))
-        return record
+        if steps.record.terminal or not steps.record.task_id:
+            return steps.record
+        subscription = await self._subscribe(timeout) if follow else None
+        if subscription is None:
+            record: TaskRecord = await self._drive(steps.wait(timeout))
+            return record
+        try:
+            waiting = steps.wait(timeout, following=True, fresh=True)
+            wake = _async_wake_on_notification(subscription, steps.task_id)
+            followed: TaskRecord = await _drive_pausing(waiting, self._drive, wake)
+            return followed
+        finally:
+            await subscription.aclose()
+
+    async def _subscribe(self, timeout: float | None) -> Any:
+        listen = self._listen
+        if listen is None:
+            return None
+        task_id = self._steps.task_id
+        try:
+            subscription = await listen(
+                wire.listen_filter([task_id]),
+                timeout=timeout,
+                max_buffer=8,
+                meta=self._steps.meta,
+                trace_context=self._steps.trace_context,
+            )
+        except McpError:
+            return None
+        if not wire.listen_honoured(subscription.accepted, task_id):
+            await subscription.aclose()
+            return None
+        return subscription
+
+
+def _one(step: Any) -> Steps[Any]:
+    """A single step as steps (what a driver carries out for :func:`_drive_pausing`)."""
+    reply = yield step
+    return reply
+
+
+async def _drive_pausing(
+    steps: Steps[T],
+    drive: Callable[[Steps[Any]], Awaitable[Any]],
+    pause: Callable[[float], Awaitable[None]],
+) -> T:
+    """Drive ``steps`` with ``drive`` one step at a time, each ``Pause`` awaited with ``pause``
+    (the async form of :func:`follow_pause`)."""
+    reply: Any = None
+    thrown: BaseException | None = None
+    try:
+        while True:
+            try:
+                step = steps.send(reply) if thrown is None else steps.throw(thrown)
+            except StopIteration as stop:
+                value: T = stop.value
+                return value
+            thrown, reply = None, None
+            if type(step) is Pause:
+                await pause(step.seconds)
+                continue
+            try:
+                reply = await drive(_one(step))
+            except McpError as error:
+                thrown = error
+    finally:
+        steps.close()
+
+
+def _async_wake_on_notification(
+    subscription: Any, task_id: str
+) -> Callable[[float], Awaitable[None]]:
+    """The async form of :func:`_wake_on_notification`."""
+    import asyncio
+
+    from snodo.protocol.subscriptions import Closed, Notification
+
+    stream_over = False
+
+    async def pause(seconds: float) -> None:
+        nonlocal stream_over
+        if stream_over:
+            await asyncio.sleep(seconds)
+            return
+        deadline = time.monotonic() + seconds
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            try:
+                event = await subscription.next(timeout=remaining)
+            except McpError:
+                return
+            if isinstance(event, Notification):
+                if event.method == wire.NOTIFICATION and event.params.get("taskId") != task_id:
+                    continue
+                return
+            if isinstance(event, Closed):
+                stream_over = True
+            return
+
+    return pause
 
 
 def _wake_on_notification(subscription: Any, task_id: str) -> Callable[[float], None]:

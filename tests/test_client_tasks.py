@@ -475,3 +475,34 @@ def test_follow_pause_hands_pauses_to_the_waker_and_passes_the_rest() -> None:
     next(again)
     again.close()
     assert closed == [True, True]
+
+
+@pytest.mark.skipif(green_mode(), reason="snodo.aio is for asyncio programs, not gevent")
+@pytest.mark.parametrize("kind", ["direct", "http"])
+def test_aio_waits_follow_status_notifications(kind: str) -> None:
+    """AsyncTask.result wakes on notifications/tasks well before the 1.5 s poll hint; with
+    follow=False it polls as hinted."""
+    runtime = build(poll_interval=1.5)
+    http = serve_http(runtime) if kind == "http" else None
+
+    async def main() -> None:
+        if http is None:
+            client = await snodo.aio.direct(runtime)
+        else:
+            client = await snodo.aio.connect(snodo.Http(http.url))
+        async with client:
+            task = await client.call_tool_task("slow", {"seconds": 0.1})
+            started = time.monotonic()
+            assert _text(await task.result(timeout=10)) == "slow done"
+            assert time.monotonic() - started < 1.2
+            polled = await client.call_tool_task("slow", {"seconds": 0.05})
+            started = time.monotonic()
+            assert await polled.wait(timeout=10, follow=False) == "completed"
+            assert time.monotonic() - started >= 1.5
+
+    try:
+        asyncio.run(main())
+    finally:
+        if http is not None:
+            http.close()
+        runtime.close_tasks()

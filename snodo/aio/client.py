@@ -375,7 +375,7 @@ class AsyncClient:
             max_input_rounds=max_input_rounds,
             log_level=log_level,
         )
-        return AsyncTask((await self._drive(steps)).steps, self._drive)
+        return AsyncTask((await self._drive(steps)).steps, self._drive, self._task_listen())
 
     async def request_task(
         self,
@@ -402,7 +402,7 @@ class AsyncClient:
             max_input_rounds=max_input_rounds,
             log_level=log_level,
         )
-        return AsyncTask((await self._drive(steps)).steps, self._drive)
+        return AsyncTask((await self._drive(steps)).steps, self._drive, self._task_listen())
 
     def task(
         self,
@@ -415,7 +415,11 @@ class AsyncClient:
         from snodo.tasks import AsyncTask
 
         made = self.client.task(task_id, meta=meta, trace_context=trace_context)
-        return AsyncTask(made.steps, self._drive)
+        return AsyncTask(made.steps, self._drive, self._task_listen())
+
+    def _task_listen(self) -> Callable[..., Any] | None:
+        """What a task handle follows notifications with (2026-07-28 only)."""
+        return self.listen if self.client.dialect.stateless else None
 
     async def read_resource(
         self,
