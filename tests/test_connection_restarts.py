@@ -519,6 +519,8 @@ def test_an_explicit_owner_actor_ending_closes_every_kind_of_connection(
 # -- nothing left behind ---------------------------------------------------------------------
 
 
+# 100 server starts: about 0.3 s each on a quiet machine, several times that beside other suites.
+@pytest.mark.timeout(300)
 def test_a_hundred_restart_cycles_leave_nothing_beyond_the_live_connection() -> None:
     """Every server starts a grandchild; after 100 kills and restarts the process holds the
     same threads, fds, children and actors as with one connection, and no process of an old

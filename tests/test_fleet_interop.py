@@ -182,7 +182,12 @@ def world(
             "cwd": str(ROOT),
         },
         "runtime-http": {"type": "http", "url": runtime_http.url, "protocol": SESSION},
-        "sdk-stdio": {"command": PYTHON, "args": [str(SERVERS / "sdk_server.py")]},
+        # Probed: the SDK's start counts in the probe's time, which a loaded machine stretches.
+        "sdk-stdio": {
+            "command": PYTHON,
+            "args": [str(SERVERS / "sdk_server.py")],
+            "probe_timeout": 60,
+        },
         "sdk-http": {"type": "streamable-http", "url": sdk_http.url, "protocol": OLDEST},
         "everything-stdio": {"command": node, "args": [str(everything.ENTRY), "stdio"]},
         "everything-http": {
