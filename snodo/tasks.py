@@ -33,11 +33,41 @@ from snodo.protocol.results import InputRequired
 from snodo.protocol.tasks import TaskRecord
 
 if TYPE_CHECKING:
-    from snodo.client import Client
+    from snodo.protocol.dialects import Dialect
+    from snodo.subscription import Subscription
 
-__all__ = ["AsyncTask", "RequestSteps", "Resend", "Task", "TaskSteps", "follow_pause"]
+__all__ = [
+    "AsyncTask",
+    "RequestSteps",
+    "Resend",
+    "Task",
+    "TaskConnection",
+    "TaskSteps",
+    "follow_pause",
+]
 
 T = TypeVar("T")
+
+
+class TaskConnection(Protocol):
+    """What a :class:`Task` needs of its ``Client``: the era, whether it is closed, and
+    ``listen`` for the task's status notifications."""
+
+    @property
+    def dialect(self) -> Dialect: ...
+
+    @property
+    def closed(self) -> bool: ...
+
+    def listen(
+        self,
+        notifications: Mapping[str, Any],
+        *,
+        timeout: float | None = None,
+        max_buffer: int = 100,
+        meta: Mapping[str, Any] | None = None,
+        trace_context: Mapping[str, Any] | None = None,
+    ) -> Subscription: ...
 
 
 class RequestSteps(Protocol):
@@ -258,7 +288,7 @@ class Task:
 
     __slots__ = ("_client", "_steps")
 
-    def __init__(self, client: Client, steps: TaskSteps) -> None:
+    def __init__(self, client: TaskConnection, steps: TaskSteps) -> None:
         self._client = client
         self._steps = steps
 

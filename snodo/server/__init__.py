@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
-    "CacheHint": "snodo.server.runtime",
+    "CacheHint": "snodo.server.catalog",
     "Context": "snodo.server.context",
     "Peer": "snodo.server.context",
     "Runtime": "snodo.server.runtime",
@@ -21,11 +21,11 @@ _EXPORTS = {
 __all__ = ["CacheHint", "Context", "Peer", "Runtime", "ServerSession", "dispatch"]
 
 if TYPE_CHECKING:
+    from snodo.server.catalog import CacheHint as CacheHint
     from snodo.server.context import Context as Context
     from snodo.server.context import Peer as Peer
     from snodo.server.context import ServerSession as ServerSession
     from snodo.server.dispatcher import dispatch as dispatch
-    from snodo.server.runtime import CacheHint as CacheHint
     from snodo.server.runtime import Runtime as Runtime
 
 

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LIST_KEYS",
+    "CacheHint",
     "Catalog",
     "CompletionFn",
     "ListKey",
@@ -41,6 +42,22 @@ __all__ = [
 ]
 
 ToolFn = Callable[[dict[str, Any], "Context"], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class CacheHint:
+    """``ttlMs`` and ``cacheScope`` for cacheable 2026-07-28 results."""
+
+    ttl_ms: int = 0
+    scope: Literal["public", "private"] = "private"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.ttl_ms, int) or isinstance(self.ttl_ms, bool) or self.ttl_ms < 0:
+            raise ValueError(f"CacheHint.ttl_ms must be an integer >= 0, got {self.ttl_ms!r}")
+        if self.scope not in ("public", "private"):
+            raise ValueError(f"CacheHint.scope must be 'public' or 'private', got {self.scope!r}")
+
+
 ResourceFn = Callable[["Context"], Any]
 TemplateFn = Callable[[str, dict[str, str], "Context"], Any]
 PromptFn = Callable[[dict[str, str], "Context"], Any]

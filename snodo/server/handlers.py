@@ -14,8 +14,6 @@ import base64
 from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeVar
 
-import orjson
-
 from snodo.protocol import subscriptions
 from snodo.protocol.errors import (
     METHOD_NOT_FOUND,
@@ -26,14 +24,14 @@ from snodo.protocol.errors import (
     method_not_found,
 )
 from snodo.protocol.meta import LOG_LEVELS
-from snodo.protocol.serving.shaping import ANY_STRUCTURED_CONTENT
-from snodo.server.catalog import ListKey, ToolDef
+from snodo.server.catalog import ListKey
 from snodo.server.context import Context
 from snodo.server.rounds import begin_round
 from snodo.server.runtime import Runtime
 from snodo.server.subscriptions import ListenStarted
+from snodo.server.tool_runs import run_tool
 
-__all__ = ["HANDLERS", "MAX_COMPLETION_VALUES", "Handler", "Result", "run_tool"]
+__all__ = ["HANDLERS", "MAX_COMPLETION_VALUES", "Handler", "Result"]
 
 MAX_COMPLETION_VALUES: Final = 100
 
@@ -143,30 +141,6 @@ def _tools_call(rt: Runtime, ctx: Context, params: dict[str, Any]) -> Result:
     if tasks is not None and name in tasks.modes:
         return tasks.call(ctx, tool, arguments)
     return run_tool(tool, arguments, ctx)
-
-
-def run_tool(tool: ToolDef, arguments: dict[str, Any], ctx: Context) -> Result:
-    """Run a tool's function into a ``CallToolResult`` (an exception other than ``McpError``
-    becomes a tool error result)."""
-    try:
-        value = tool.fn(arguments, ctx)
-        if type(value) is str:
-            return {"content": [{"type": "text", "text": value}]}
-        if isinstance(value, dict) and "content" in value:
-            return dict(value)
-        if value is None:
-            return {"content": []}
-        result: Result = {"content": [{"type": "text", "text": orjson.dumps(value).decode()}]}
-        if isinstance(value, dict) or ctx.version in ANY_STRUCTURED_CONTENT:
-            result["structuredContent"] = value
-        return result
-    except McpError:
-        raise
-    except Exception as exc:
-        return {
-            "content": [{"type": "text", "text": f"{type(exc).__name__}: {exc}"}],
-            "isError": True,
-        }
 
 
 def _resources_read(rt: Runtime, ctx: Context, params: dict[str, Any]) -> Result:

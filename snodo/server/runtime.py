@@ -15,7 +15,6 @@ import inspect
 import os
 import secrets
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar, overload
 
 import orjson
@@ -23,6 +22,7 @@ import orjson
 from snodo.protocol.dialects import DIALECTS, SUPPORTED_VERSIONS, Dialect
 from snodo.protocol.serving.shaping import shape
 from snodo.server.catalog import (
+    CacheHint,
     Catalog,
     PromptDef,
     PromptFn,
@@ -58,20 +58,6 @@ HINT_FOR_METHOD: Final[dict[str, str]] = {
     "resources/templates/list": "resources",
     "resources/read": "resources",
 }
-
-
-@dataclass(frozen=True, slots=True)
-class CacheHint:
-    """``ttlMs`` and ``cacheScope`` for cacheable 2026-07-28 results."""
-
-    ttl_ms: int = 0
-    scope: Literal["public", "private"] = "private"
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.ttl_ms, int) or isinstance(self.ttl_ms, bool) or self.ttl_ms < 0:
-            raise ValueError(f"CacheHint.ttl_ms must be an integer >= 0, got {self.ttl_ms!r}")
-        if self.scope not in ("public", "private"):
-            raise ValueError(f"CacheHint.scope must be 'public' or 'private', got {self.scope!r}")
 
 
 def _json_copy(value: Any) -> Any:

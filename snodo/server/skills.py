@@ -20,17 +20,17 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import orjson
 
 from snodo.protocol.errors import invalid_params
 
 if TYPE_CHECKING:
+    from snodo.server.catalog import CacheHint, ResourceFn
     from snodo.server.context import Context
-    from snodo.server.runtime import Runtime
 
-__all__ = ["EXTENSION", "SKILL_FILE", "Skill", "SkillSet"]
+__all__ = ["EXTENSION", "SKILL_FILE", "Skill", "SkillHost", "SkillSet"]
 
 EXTENSION: Final = "io.modelcontextprotocol/skills"
 SKILL_FILE: Final = "SKILL.md"
@@ -146,10 +146,30 @@ class Skill:
         return out + files
 
 
+class SkillHost(Protocol):
+    """What a :class:`SkillSet` needs of its Runtime: resources to serve, its page size and
+    its cache hints."""
+
+    page_size: int
+    cache_hints: Mapping[str, CacheHint]
+
+    def add_resource(
+        self,
+        uri: str,
+        fn: ResourceFn,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+    ) -> None: ...
+
+    def remove_resource(self, uri: str) -> None: ...
+
+
 class SkillSet:
     """The skills of one Runtime and the extension's handlers."""
 
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: SkillHost) -> None:
         self._runtime = runtime
         self.skills: dict[str, Skill] = {}  # by SKILL.md URI
 

@@ -24,22 +24,29 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 from snodo.log import get_logger
 from snodo.protocol import tasks as wire
 from snodo.protocol.errors import INTERNAL_ERROR, McpError, invalid_params
 from snodo.server.context import Context, InputRequiredSignal, RetryLaterSignal
-from snodo.server.handlers import run_tool
 from snodo.server.rounds import Rounds
+from snodo.server.tool_runs import run_tool
 
 if TYPE_CHECKING:
     from snodo.server.catalog import ToolDef
-    from snodo.server.runtime import Runtime
+    from snodo.server.subscriptions import SubscriptionSource
 
-__all__ = ["TaskContext", "TaskStore", "TaskSupport", "ToolTasking"]
+__all__ = ["TaskContext", "TaskHost", "TaskStore", "TaskSupport", "ToolTasking"]
 
 _log = get_logger("snodo.server.tasks")
+
+
+class TaskHost(Protocol):
+    """What a :class:`TaskStore` needs of its Runtime: where listen streams are fed."""
+
+    subscription_source: SubscriptionSource | None
+
 
 TaskSupport = Literal["optional", "required"]
 TASK_SUPPORT: Final = ("optional", "required")
@@ -142,7 +149,7 @@ class TaskStore:
 
     def __init__(
         self,
-        runtime: Runtime,
+        runtime: TaskHost,
         *,
         max_tasks: int = 1000,
         ttl: float | None = 3600.0,
