@@ -14,7 +14,6 @@ import json
 import os
 import re
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
@@ -47,6 +46,7 @@ from snodo.cli.terminal import (
 from snodo.protocol.errors import HandlerError
 from tests.support.cli_servers import FORM_SCHEMA
 from tests.support.http_fault_server import TeeProxy
+from tests.support.system_tools import ensure_program
 
 ROOT = Path(__file__).resolve().parents[1]
 SNODO = Path(sys.executable).parent / "snodo"
@@ -565,8 +565,8 @@ class Tmux:
 
 @pytest.fixture(scope="module")
 def tmux(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tmux]:
-    if shutil.which("tmux") is None:
-        pytest.skip("tmux is not installed (apt-get install tmux): the terminal tests need it")
+    if ensure_program("tmux", "tmux") is None:
+        pytest.skip("tmux is not installed and could not be (apt-get install tmux needs root)")
     server = Tmux(tmp_path_factory.mktemp("tmux"))
     try:
         yield server
