@@ -360,9 +360,13 @@ def _resolve(args: argparse.Namespace, name: str | None) -> Resolved:
 
 
 def _connect(args: argparse.Namespace, name: str | None, **extra: Any) -> Client:
+    return _connect_to(_resolve(args, name), **extra)
+
+
+def _connect_to(resolved: Resolved, **extra: Any) -> Client:
+    """``snodo.connect`` to a resolved target, ``extra`` over its options."""
     from snodo.connections import connect
 
-    resolved = _resolve(args, name)
     return connect(resolved.target, **{**resolved.options, **extra})
 
 
@@ -474,12 +478,7 @@ def _call(args: argparse.Namespace) -> int:
     base = _base_arguments(args)
     resolved = _resolve(args, name)
     options = _terminal_options(args)
-    from snodo.connections import connect
-
-    with connect(
-        resolved.target,
-        **{**resolved.options, "input_handlers": terminal.input_handlers(options)},
-    ) as client:
+    with _connect_to(resolved, input_handlers=terminal.input_handlers(options)) as client:
         tool = _find(client.list_tools(), tool_name, "tool", resolved.label or "the server")
         arguments = tool_arguments(pairs, tool.get("inputSchema"), base)
         progress = terminal.progress_display(options)
@@ -540,12 +539,7 @@ def _prompt(args: argparse.Namespace) -> int:
     base = _base_arguments(args)
     resolved = _resolve(args, name)
     options = _terminal_options(args)
-    from snodo.connections import connect
-
-    with connect(
-        resolved.target,
-        **{**resolved.options, "input_handlers": terminal.input_handlers(options)},
-    ) as client:
+    with _connect_to(resolved, input_handlers=terminal.input_handlers(options)) as client:
         prompt = _find(client.list_prompts(), prompt_name, "prompt", resolved.label)
         arguments = prompt_arguments(pairs, prompt.get("arguments"), base)
         result = _complete(
