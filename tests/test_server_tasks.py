@@ -523,3 +523,105 @@ def test_declaring_bad_task_support_fails() -> None:
     rt.add_tool("z", lambda a, c: "", task="optional")
     rt.add_tool("z", lambda a, c: "")  # replaced without task support
     assert rt.tasks is not None and "z" not in rt.tasks.modes
+
+
+SHUTDOWN_RUNTIME = '''
+import os, threading
+from snodo.server import Runtime
+
+runtime = Runtime("shutdown", "1.0.0")
+
+
+@runtime.tool(task="required")
+def crunch(args, ctx):
+    """Works until cancelled, then says so in a file."""
+    started = os.environ["SNODO_TEST_MARKER"] + ".started"
+    open(started, "w").close()
+    while not ctx.cancelled:
+        threading.Event().wait(0.02)
+    with open(os.environ["SNODO_TEST_MARKER"], "w") as marker:
+        marker.write("cancelled")
+    return "stopped"
+
+
+runtime.enable_tasks(ttl=60.0)
+'''
+
+
+def test_a_stdio_server_cancels_its_running_tasks_when_stdin_ends(tmp_path: Path) -> None:
+    """``python -m snodo.server`` ends its tasks when the client goes (the tool sees cancelled)."""
+    import snodo
+
+    (tmp_path / "shutdown_runtime.py").write_text(SHUTDOWN_RUNTIME)
+    marker = tmp_path / "marker"
+    target = snodo.Stdio(sys.executable, ["-m", "snodo.server", "shutdown_runtime:runtime"])
+    client = snodo.connect(
+        target,
+        env={"PYTHONPATH": f"{tmp_path}:{ROOT}", "SNODO_TEST_MARKER": str(marker)},
+        cwd=str(tmp_path),
+        client_capabilities={"extensions": {wire.EXTENSION: {}}},
+    )
+    try:
+        task = client.call_tool_task("crunch", {})
+        deadline = time.monotonic() + DEADLINE
+        while not Path(f"{marker}.started").exists():
+            assert time.monotonic() < deadline, "the task's tool never started"
+            time.sleep(0.01)  # the tool runs in another process: a file is all it can show
+    finally:
+        client.close()
+    assert task.id
+    deadline = time.monotonic() + DEADLINE
+    while not marker.exists() or marker.read_text() != "cancelled":
+        assert time.monotonic() < deadline, "the server ended without cancelling the task"
+        time.sleep(0.01)
+
+
+def test_an_http_server_cancels_its_running_tasks_on_sigterm(tmp_path: Path) -> None:
+    """``python -m snodo.server --http`` ends its tasks when it is told to stop."""
+    import selectors
+
+    import snodo
+
+    (tmp_path / "shutdown_runtime.py").write_text(SHUTDOWN_RUNTIME)
+    marker = tmp_path / "marker"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "snodo.server", "--http", "--port", "0", "shutdown_runtime:runtime"],
+        env={
+            "PATH": "/usr/bin:/bin",
+            "PYTHONPATH": f"{tmp_path}:{ROOT}",
+            "SNODO_TEST_MARKER": str(marker),
+        },
+        cwd=str(tmp_path),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert process.stderr is not None
+        seen = b""
+        deadline = time.monotonic() + DEADLINE
+        with selectors.DefaultSelector() as selector:
+            selector.register(process.stderr, selectors.EVENT_READ)
+            while b"serving http" not in seen or not seen.endswith(b"\n"):
+                remaining = deadline - time.monotonic()
+                assert remaining > 0 and process.poll() is None, seen
+                if selector.select(remaining):
+                    seen += process.stderr.read1(4096)
+        url = seen.split(b"serving ", 1)[1].split()[0].decode()
+        with snodo.connect(
+            snodo.Http(url), client_capabilities={"extensions": {wire.EXTENSION: {}}}
+        ) as client:
+            task = client.call_tool_task("crunch", {})
+            assert task.id
+            while not Path(f"{marker}.started").exists():
+                assert time.monotonic() < deadline, "the task's tool never started"
+                time.sleep(0.01)  # the tool runs in another process: a file is all it can show
+            process.terminate()
+            assert process.wait(DEADLINE) == 0
+        assert marker.read_text() == "cancelled"
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(DEADLINE)
+        if process.stderr is not None:
+            process.stderr.close()

@@ -578,5 +578,6 @@ def run_http(
         return 130
     finally:
         server.close()
+        runtime.close_tasks()  # the process ends: tasks still running are cancelled
         if in_main:
             signal.signal(signal.SIGTERM, previous)

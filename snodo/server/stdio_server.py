@@ -405,14 +405,17 @@ def run(
             runtime = load_or_report(target)
             if runtime is None:
                 return EXIT_USAGE
-            return serve_stdio(
-                runtime,
-                stdin=proto_in,
-                stdout=proto_out,
-                max_concurrency=max_concurrency,
-                max_line_bytes=max_line_bytes,
-                server_request_timeout=server_request_timeout,
-                shutdown_grace=shutdown_grace,
-            )
+            try:
+                return serve_stdio(
+                    runtime,
+                    stdin=proto_in,
+                    stdout=proto_out,
+                    max_concurrency=max_concurrency,
+                    max_line_bytes=max_line_bytes,
+                    server_request_timeout=server_request_timeout,
+                    shutdown_grace=shutdown_grace,
+                )
+            finally:
+                runtime.close_tasks()  # stdin ended: tasks still running are cancelled
     except KeyboardInterrupt:
         return 130

@@ -205,7 +205,8 @@ class SseTransport(BaseTransport):
                     return response
                 if kind == "error":
                     raise _copy(value)
-                waiter.queued -= 1
+                with self._lock:
+                    waiter.queued -= 1
                 if options.on_progress is not None:
                     options.on_progress(value)
                     deadline = deadline.after_progress(time.monotonic())
@@ -432,17 +433,20 @@ class SseTransport(BaseTransport):
 
     def _on_progress(self, params: Any) -> None:
         token = progress_request_id(params)
-        with self._lock:
+        with self._lock:  # the caller takes reports off ``queued`` on its own thread
             waiter = None if token is None else self._waiting.get(token)
-        if waiter is None:
-            return
-        if waiter.queued >= MAX_QUEUED_PROGRESS:
-            waiter.dropped += 1
-            if waiter.dropped == 1:
-                _log.warning("dropping progress reports for a slow caller", url=self.url, id=token)
-            return
-        waiter.queued += 1
-        waiter.inbox.put(("progress", params))
+            if waiter is None:
+                return
+            full = waiter.queued >= MAX_QUEUED_PROGRESS
+            if full:
+                waiter.dropped += 1
+                first_drop = waiter.dropped == 1
+            else:
+                waiter.queued += 1
+        if not full:
+            waiter.inbox.put(("progress", params))
+        elif first_drop:
+            _log.warning("dropping progress reports for a slow caller", url=self.url, id=token)
 
     def _on_server_request(self, item: dict[str, Any], method: str) -> None:
         """Reply at once when no handler has to run (ping, or no handler at all); else run
