@@ -39,6 +39,7 @@ __all__ = [
     "WireError",
     "WirePool",
     "WireTimeout",
+    "idle_sockets",
     "pool",
 ]
 
@@ -625,6 +626,18 @@ def _closed(socks: list[socket.socket]) -> set[socket.socket]:
 
 _pools: dict[tuple[Any, ...], WirePool] = {}
 _pools_lock = threading.Lock()
+
+
+def idle_sockets() -> list[socket.socket]:
+    """The sockets of every pool's idle keep-alive connections (what a leak check of fds
+    must not count: ``snodo.testing.leaks``)."""
+    with _pools_lock:
+        pools = list(_pools.values())
+    found = []
+    for each in pools:
+        with each._lock:  # noqa: SLF001 - the pools are this module's own
+            found += [conn.sock for idle in each._idle.values() for conn in idle]  # noqa: SLF001
+    return found
 
 
 def pool(
