@@ -272,8 +272,10 @@ class Baseline:
         processes: bool = True,
         actors: bool = True,
         pooled: bool = False,
+        grandchildren: bool = True,
     ) -> None:
         self.pooled = pooled
+        self.grandchildren = grandchildren
         self.threads: set[threading.Thread] | None = _threads() if threads else None
         self.actor_urns: set[str] | None = {ref.actor_urn for ref in _actors()} if actors else None
         self.fds: dict[int, str] | None = open_fds() if fds else None
@@ -319,7 +321,10 @@ class Baseline:
         known = self.processes
         own_group = os.getpgrp()
         new = {pid for pid in below if (pid, stats[pid].start) not in known}
-        for pid, stat in stats.items():  # orphans: a killed server's grandchildren
+        if not self.grandchildren:
+            me = os.getpid()
+            new = {pid for pid in new if stats[pid].ppid == me}
+        for pid, stat in stats.items() if self.grandchildren else ():  # orphans
             if (
                 pid in below
                 or stat.session != self.session
@@ -398,17 +403,26 @@ def no_leaks(
     fds: bool = True,
     processes: bool = True,
     actors: bool = True,
+    grandchildren: bool = True,
     cleanup: bool = True,
 ) -> Iterator[Baseline]:
     """Fail with :class:`Leaked` when the block leaves a thread, fd, descendant process or
     actor behind (after waiting up to ``deadline`` seconds for them to go).
 
-    The keywords choose the kinds; ``pooled`` excludes the HTTP pool's idle sockets;
+    The keywords choose the kinds (``grandchildren=False``: only this process's own children);
+    ``pooled`` excludes the HTTP pool's idle sockets;
     ``cleanup`` stops leaked actors before raising. Start the process-wide parts the block will
     use (``snodo.supervision.connections()``, an I/O hub...) before it: see :func:`warm_up` in
     ``snodo.testing``.
     """
-    baseline = Baseline(threads=threads, fds=fds, processes=processes, actors=actors, pooled=pooled)
+    baseline = Baseline(
+        threads=threads,
+        fds=fds,
+        processes=processes,
+        actors=actors,
+        pooled=pooled,
+        grandchildren=grandchildren,
+    )
     yield baseline
     report = find_leaks(baseline, deadline)
     if report:

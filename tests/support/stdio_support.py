@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import sys
 import threading
 import time
@@ -24,6 +23,7 @@ from typing import Any
 import pytest
 
 import snodo
+from snodo.testing import leaks
 from tests.support.wire_schema import check_client_message, validator
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -164,7 +164,14 @@ def check_response(version: str, message: dict[str, Any], method: str | None = N
         validator(schema_version, definition).validate(message["result"])
 
 
-# -- processes -------------------------------------------------------------------------------
+# -- processes ---------------------------------------------------------------------------
+
+# One implementation of the leak accounting: snodo.testing.leaks (the kit applications use).
+children = leaks.children
+group_members = leaks.group_members
+open_fds = leaks.open_fds
+pooled_sockets = leaks.pooled_sockets
+reaper_pipe = leaks.reaper_pipe
 
 
 def _stat(pid: int) -> tuple[str, int, int] | None:
@@ -177,10 +184,6 @@ def _stat(pid: int) -> tuple[str, int, int] | None:
     return fields[0], int(fields[1]), int(fields[2])
 
 
-def _all_pids() -> list[int]:
-    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
-
-
 def running(pid: int) -> bool:
     """True while ``pid`` exists and is not a zombie."""
     stat = _stat(pid)
@@ -190,27 +193,6 @@ def running(pid: int) -> bool:
 def exists(pid: int) -> bool:
     """True while ``pid`` has a /proc entry (a zombie still has one)."""
     return _stat(pid) is not None
-
-
-def group_members(pgid: int) -> list[int]:
-    """Live (non-zombie) processes in process group ``pgid``."""
-    members = []
-    for pid in _all_pids():
-        stat = _stat(pid)
-        if stat is not None and stat[2] == pgid and stat[0] not in ("Z", "X"):
-            members.append(pid)
-    return members
-
-
-def children() -> set[int]:
-    """This process's children, zombies included (a zombie child is a process not reaped)."""
-    me = os.getpid()
-    found = set()
-    for pid in _all_pids():
-        stat = _stat(pid)
-        if stat is not None and stat[1] == me:
-            found.add(pid)
-    return found
 
 
 def rss_bytes() -> int:
@@ -226,87 +208,17 @@ def gone(pid: int) -> bool:
     return not running(pid) and not group_members(pid)
 
 
-# -- file descriptors ------------------------------------------------------------------------
-
-
-def open_fds() -> dict[int, str]:
-    """fd -> what it points at, for this process."""
-    fds = {}
-    for name in os.listdir("/proc/self/fd"):
-        try:
-            fds[int(name)] = os.readlink(f"/proc/self/fd/{name}")
-        except OSError:
-            continue  # the fd of the listdir itself, or one closed meanwhile
-    return fds
-
-
-def _new_fds(before: dict[int, str]) -> dict[int, str]:
-    now = open_fds()
-    return {fd: target for fd, target in now.items() if before.get(fd) != target}
-
-
 # -- the leak check --------------------------------------------------------------------------
-
-
-def pooled_sockets() -> set[str]:
-    """The sockets (as /proc/self/fd names them) of the idle keep-alive connections in snodo's
-    process-wide HTTP pool (docs/decisions/0013): shared by every client, kept after close()."""
-    from snodo.transports import http_wire
-
-    found = set()
-    with http_wire._pools_lock:
-        pools = list(http_wire._pools.values())
-    for pool in pools:
-        with pool._lock:
-            conns = [conn for idle in pool._idle.values() for conn in idle]
-        for conn in conns:
-            fileno = conn.sock.fileno()
-            if fileno >= 0:
-                with contextlib.suppress(OSError):
-                    found.add(os.readlink(f"/proc/self/fd/{fileno}"))
-    return found
-
-
-def reaper_pipe() -> str | None:
-    """The pipe (as /proc names it) to this process's stdio reaper, kept after close()."""
-    from snodo.transports import reaper
-
-    pid = reaper.reaper_pid()
-    if pid is None:
-        return None
-    with contextlib.suppress(OSError):
-        return os.readlink(f"/proc/{pid}/fd/0")
-    return None
 
 
 @contextlib.contextmanager
 def no_leaks(deadline: float = LEAK_DEADLINE, *, pooled: bool = False) -> Iterator[None]:
-    """Fail when the block leaves a child process (or zombie) or a file descriptor behind.
-
-    Both are compared with their state before the block, waiting up to ``deadline`` seconds for
-    what a closing connection releases asynchronously. With ``pooled``, the idle keep-alive
-    sockets of snodo's process-wide HTTP pool are not leaks.
-    """
-    fds = open_fds()
-    kids = children()
-    yield
-    end = time.monotonic() + deadline
-    pause = threading.Event()
-    while True:
-        new_kids = children() - kids
-        new_fds = _new_fds(fds)
-        if pooled and new_fds:
-            shared = pooled_sockets()
-            new_fds = {fd: target for fd, target in new_fds.items() if target not in shared}
-        if new_fds:  # the reaper's pipe is process-wide, like the I/O hub (decision 0034)
-            new_fds = {fd: target for fd, target in new_fds.items() if target != reaper_pipe()}
-        if not new_kids and not new_fds:
-            return
-        if time.monotonic() >= end:
-            break
-        pause.wait(0.02)
-    details = {pid: _stat(pid) for pid in new_kids}
-    raise AssertionError(f"leaked: child processes {details}, file descriptors {new_fds}")
+    """Fail when the block leaves a child process (or zombie) or a file descriptor behind
+    (``snodo.testing.leaks.no_leaks`` for those two kinds; threads and actors are the
+    conftest's). With ``pooled``, the idle keep-alive sockets of snodo's process-wide HTTP
+    pool are not leaks."""
+    with leaks.no_leaks(deadline, pooled=pooled, threads=False, actors=False, grandchildren=False):
+        yield
 
 
 @pytest.fixture(scope="session", autouse=True)
