@@ -173,7 +173,7 @@ class _Session:
             return
         if "cut" in kinds:
             self.send(tag, out[: max(1, len(out) // 2)].rstrip(b"\n"))
-            self.end(b"X")
+            self.end(b"K")
             return
         if "drop" in kinds:
             return

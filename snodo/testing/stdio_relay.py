@@ -8,7 +8,7 @@ bytes) and obeys the proxy's commands. Standard library only, so it starts fast.
 
 To the proxy: ``c`` bytes the client wrote, ``C`` its EOF, ``s`` bytes the server wrote, ``S``
 its EOF. From the proxy: ``c`` bytes for the client, ``s`` bytes for the server, ``Y`` close the
-server's stdin, ``X`` close the client's stdout and end, ``R`` close both of the client's
+server's stdin, ``X`` close the client's stdout and end, ``K`` the same as a failure (status 1), ``R`` close both of the client's
 pipes and end. Ending stops the child (SIGTERM, then SIGKILL, with deadlines); losing the
 proxy ends the relay the same way, and so does the client's EOF once the child has gone.
 """
@@ -120,9 +120,10 @@ def main(argv: list[str]) -> int:
                 with contextlib.suppress(OSError):
                     child.stdin.close()
                 # the child's stdout EOF follows; the relay ends on X once it has
-            elif tag == b"X":
+            elif tag in (b"X", b"K"):
                 with contextlib.suppress(OSError):
                     os.close(1)
+                status = 1 if tag == b"K" else 0
                 break
             elif tag == b"R":
                 for fd in (0, 1):
