@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any, Final, Literal
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
@@ -22,7 +23,7 @@ from snodo.oauth import discovery as d
 from snodo.oauth import endpoints
 from snodo.oauth.authorization_http import OAuthHttp
 from snodo.oauth.errors import auth_error
-from snodo.oauth.stores import MemoryStore, Store, token_key
+from snodo.oauth.stores import MemoryStore, SharedRefresh, Store, token_key
 
 __all__ = ["EXPIRY_SKEW", "JWT_BEARER", "Grant", "OAuthClient", "Secret"]
 
@@ -50,7 +51,10 @@ class OAuthClient:
     (default), ``client_credentials`` (``client_id`` with ``client_secret`` or
     ``private_key``), ``jwt_bearer`` (a workload ``assertion``) or ``enterprise``
     (``id_token`` exchanged at ``idp_token_endpoint`` for an ID-JAG). ``dpop`` is ``None``
-    for "when the authorization server supports it".
+    for "when the authorization server supports it". A token store that is a
+    :class:`snodo.oauth.SharedRefresh` (``RedisStore``) is shared with other processes: a token
+    another worker stored is used, and one worker at a time refreshes it, holding a lease of
+    ``refresh_lease`` seconds (default ``2 * http_timeout + 5``) that the others wait for.
     """
 
     def __init__(
@@ -81,6 +85,7 @@ class OAuthClient:
         http_timeout: float = 10.0,
         max_step_ups: int = 3,
         refresh_margin: float = EXPIRY_SKEW,
+        refresh_lease: float | None = None,
         verify: bool = True,
         ca_certs: str | None = None,
     ) -> None:
@@ -125,6 +130,8 @@ class OAuthClient:
         self.authorize_timeout = authorize_timeout
         self.max_step_ups = max_step_ups
         self.refresh_margin = refresh_margin
+        #: Seconds one process may hold the cross-process refresh lease (a shared token store).
+        self.refresh_lease = refresh_lease if refresh_lease is not None else 2 * http_timeout + 5
         self._http = OAuthHttp(timeout=http_timeout, verify=verify, ca_certs=ca_certs)
         self._lock = threading.Lock()
         self._key: str | None = None  # the token store key in use
@@ -187,11 +194,18 @@ class OAuthClient:
             if step == "step-up":
                 return self._step_up(challenge)
             if step == "refresh" and not self._server_moved(challenge):
-                assert current is not None
-                try:
-                    return self._refresh_grant(current)
-                except Exception as error:
-                    _log.info("refresh failed; authorizing again", error=str(error))
+                with self._shared_refresh(
+                    lambda r: r is None or r.get("access_token") != token
+                ) as fresh:
+                    if fresh is not None and fresh.get("access_token") != token:
+                        return str(fresh["access_token"])  # another process replaced it
+                    if fresh is not None and fresh.get("refresh_token"):
+                        try:
+                            return self._refresh_grant(fresh)
+                        except Exception as error:
+                            _log.info("refresh failed; authorizing again", error=str(error))
+                    self._drop()
+                return self._obtain(challenge, None)
             self._drop()
             return self._obtain(challenge, None)
 
@@ -249,16 +263,53 @@ class OAuthClient:
         return self._choose_issuer(prm) != self._context.get("issuer")
 
     def _renew(self, current: dict[str, Any]) -> str | None:
-        """An expiring token: refresh it, or obtain a new one without a user when possible."""
-        if current.get("refresh_token"):
-            try:
-                return self._refresh_grant(current)
-            except Exception as error:
-                _log.info("refresh failed", error=str(error))
-        self._drop()
-        if self.grant != "authorization_code" and self._context:
-            return self._grant(self._context, self._requested)
+        """An expiring token: refresh it, or obtain a new one without a user when possible
+        (with a shared store, under the cross-process lease; the record read under it)."""
+        with self._shared_refresh(lambda r: r is None or not self._expiring(r)) as fresh:
+            if fresh is not None and not self._expiring(fresh):
+                return str(fresh["access_token"])  # another process renewed it
+            if fresh is not None and fresh.get("refresh_token"):
+                try:
+                    return self._refresh_grant(fresh)
+                except Exception as error:
+                    _log.info("refresh failed", error=str(error))
+            self._drop()
+            if self.grant != "authorization_code" and self._context:
+                return self._grant(self._context, self._requested, adopt=False)
         return None  # the server's 401 starts a new authorization
+
+    @contextmanager
+    def _shared_refresh(
+        self, done: Callable[[dict[str, Any] | None], bool]
+    ) -> Iterator[dict[str, Any] | None]:
+        """The current record, read under the cross-process refresh lease when the token store
+        is a :class:`SharedRefresh` (released on exit). While another process holds it, wait
+        (bounded by ``refresh_lease`` + 5 s) and re-read: when ``done(record)`` (that process
+        renewed or dropped it), yield that without taking the lease."""
+        shared = self.tokens
+        key = self._key
+        if not isinstance(shared, SharedRefresh) or key is None:
+            yield self._current()
+            return
+        limit = self.refresh_lease + 5.0
+        deadline = time.monotonic() + limit
+        lease = shared.acquire(key, self.refresh_lease)
+        while lease is None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise auth_error(
+                    "refresh", f"another process held the refresh lock for over {limit:g} s"
+                )
+            shared.wait_released(key, left)
+            record = self.tokens.get(key)
+            if done(record):
+                yield record
+                return
+            lease = shared.acquire(key, self.refresh_lease)
+        try:
+            yield self.tokens.get(key)
+        finally:
+            shared.release(key, lease)
 
     # -- the flows -----------------------------------------------------------------------------
 
@@ -293,7 +344,9 @@ class OAuthClient:
         self._context = context
         return self._grant(context, scopes)
 
-    def _grant(self, context: dict[str, Any], scopes: tuple[str, ...] | None) -> str:
+    def _grant(
+        self, context: dict[str, Any], scopes: tuple[str, ...] | None, *, adopt: bool = True
+    ) -> str:
         self._requested = scopes
         metadata = context["metadata"]
         wants_dpop = self._dpop_wanted or (
@@ -303,6 +356,9 @@ class OAuthClient:
             from snodo.oauth.jwts import DpopKey
 
             self._dpop = DpopKey()
+        adopted = self._adopt(context, scopes) if adopt else None
+        if adopted is not None:
+            return adopted
         if self.grant == "client_credentials":
             answer = self._client_credentials(context, scopes)
         elif self.grant == "jwt_bearer":
@@ -312,6 +368,27 @@ class OAuthClient:
         else:
             answer = self._authorization_code(context, scopes)
         return self._keep(context, answer)
+
+    def _adopt(self, context: Mapping[str, Any], scopes: tuple[str, ...] | None) -> str | None:
+        """With a shared token store: the token another process stored for this issuer,
+        client and resource (renewed first when expiring) instead of a new grant; ``None``
+        when there is none with the scopes asked for (DPoP-bound tokens stay per process)."""
+        if not isinstance(self.tokens, SharedRefresh):
+            return None
+        client = self.registrations.get(context["issuer"])
+        client_id = client.get("client_id") if client is not None else self._client_id
+        if client_id is None:
+            return None
+        key = token_key(context["issuer"], str(client_id), context["resource"])
+        record = self.tokens.get(key)
+        if record is None or str(record.get("token_type", "")).lower() == "dpop":
+            return None
+        if scopes and not set(scopes) <= set(str(record.get("scope") or "").split()):
+            return None
+        self._key = key
+        if not self._expiring(record):
+            return str(record["access_token"])
+        return self._renew(record)
 
     def _protected_resource(self, challenge: Challenge | None) -> dict[str, Any] | None:
         """The PRM document (RFC 9728), or ``None`` when the server publishes none."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["MemoryStore", "Store", "token_key"]
+__all__ = ["MemoryStore", "SharedRefresh", "Store", "token_key"]
 
 
 @runtime_checkable
@@ -21,6 +21,24 @@ class Store(Protocol):
     def put(self, key: str, value: dict[str, Any]) -> None: ...
 
     def delete(self, key: str) -> None: ...
+
+
+@runtime_checkable
+class SharedRefresh(Protocol):
+    """A token store shared by many processes that also lets one of them refresh a token at a
+    time (``snodo.oauth.RedisStore``); ``OAuthClient`` uses it when its token store has it."""
+
+    def acquire(self, key: str, ttl: float) -> str | None:
+        """A lease on refreshing ``key`` for ``ttl`` seconds, or ``None`` when another holds it."""
+        ...
+
+    def release(self, key: str, lease: str) -> None:
+        """End ``lease`` if it is still the holder's (never another process's)."""
+        ...
+
+    def wait_released(self, key: str, timeout: float) -> None:
+        """Return when the lease on ``key`` ends (released or expired), or after ``timeout``."""
+        ...
 
 
 class MemoryStore:
