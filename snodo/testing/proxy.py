@@ -115,6 +115,10 @@ class FaultProxy:
         result: list[Message] = self._book.wait_for(found, timeout, f"{count} x {match!r}")
         return result
 
+    def wait_until(self, predicate: Callable[[], Any], timeout: float = 10.0) -> Any:
+        """Wait until ``predicate()`` (asked again after each message) is truthy; its value."""
+        return self._book.wait_for(predicate, timeout, repr(predicate))
+
     @property
     def rules(self) -> list[Rule]:
         """The scripted faults, in the order they apply (a rule's ``hits`` counts its uses)."""

@@ -11,7 +11,7 @@ request is answered normally. A handler writes whatever bytes it likes through i
 bodies; it may close the connection, and it can wait (with a deadline) for the client to close.
 
 ``TeeProxy`` sits in front of a real server and records the requests passing through it the
-same way, pumping the responses back untouched, as they arrive.
+same way: it is ``snodo.testing.FaultProxy.http`` with no faults armed.
 
 Nothing here sleeps to synchronise: waits are on events and conditions with deadlines; sockets
 poll a stop flag every ``POLL`` seconds so ``close()`` ends every thread promptly. The only
@@ -29,7 +29,9 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
+from snodo.testing.proxy import FaultProxy, HttpRequest
 from tests.support.wire_schema import check_client_message, validator
 
 POLL = 0.05
@@ -643,137 +645,45 @@ class FaultServer:
 
 
 class TeeProxy:
-    """A TCP proxy in front of ``upstream`` (host, port) that records every request passing
-    through, like ``FaultServer`` does, and pumps responses back raw, as they arrive."""
+    """A recording proxy in front of ``upstream`` (host, port): ``snodo.testing``'s fault proxy
+    with no faults armed (one proxy implementation), with ``FaultServer``'s ways of looking at
+    the requests that passed (``HttpRequest``s: the same fields as ``Request``)."""
 
     def __init__(self, upstream: tuple[str, int], path: str = "/mcp") -> None:
-        self.upstream = upstream
-        self.requests: list[Request] = []
-        self.stopping = threading.Event()
-        self._cond = threading.Condition()
-        self._threads: list[threading.Thread] = []
-        self._connections = 0
-        self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._listener.bind(("127.0.0.1", 0))
-        self._listener.listen(64)
-        self._listener.settimeout(POLL)
-        self.port = self._listener.getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}{path}"
-        self._start(self._accept_loop)
+        host, port = upstream
+        self.fault_proxy = FaultProxy.http(f"http://{host}:{port}{path}")
+        self.url: str = self.fault_proxy.target
+        self.port = urlsplit(self.url).port
 
-    received = FaultServer.received
+    @property
+    def requests(self) -> list[HttpRequest]:
+        return self.fault_proxy.requests
+
+    def received(self, match: Match | None = None) -> list[Any]:
+        return [r for r in self.requests if match is None or _matches(match, r)]
+
     rpc_methods = FaultServer.rpc_methods
-    wait_for = FaultServer.wait_for
 
-    def _start(self, target: Callable[..., None], *args: Any) -> None:
-        thread = threading.Thread(target=target, args=args, daemon=True)
-        with self._cond:
-            self._threads.append(thread)
-        thread.start()
+    def wait_for(self, match: Match, count: int = 1, timeout: float = 10.0) -> list[Any]:
+        """Wait until ``count`` requests matching ``match`` have passed."""
 
-    def _accept_loop(self) -> None:
-        while not self.stopping.is_set():
-            try:
-                client, _ = self._listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            try:
-                server = socket.create_connection(self.upstream, timeout=5.0)
-            except OSError:
-                client.close()
-                continue
-            client.settimeout(POLL)
-            server.settimeout(POLL)
-            with self._cond:
-                self._connections += 1
-                number = self._connections
-            done = threading.Event()
-            self._start(self._requests, client, server, number, done)
-            self._start(self._responses, server, client, done)
+        def found() -> list[Any] | None:
+            hits = self.received(match)
+            return hits if len(hits) >= count else None
 
-    def _requests(
-        self, client: socket.socket, server: socket.socket, number: int, done: threading.Event
-    ) -> None:
-        reader = _Reader(client, done)
         try:
-            while not (self.stopping.is_set() or done.is_set()):
-                try:
-                    method, target, headers, body = reader.request()
-                except Stopped:
-                    return
-                with self._cond:
-                    self.requests.append(
-                        Request(len(self.requests), number, method, target, tuple(headers), body)
-                    )
-                    self._cond.notify_all()
-                raw, reader.raw = b"".join(reader.raw), []
-                raw = raw[: len(raw) - len(reader.buffer)]
-                if reader.buffer:
-                    reader.raw = [reader.buffer]
-                if not _send_all(server, raw, self.stopping):
-                    return
-        finally:
-            done.set()
-            for sock in (client, server):
-                with contextlib.suppress(OSError):
-                    sock.shutdown(socket.SHUT_RDWR)
-
-    def _responses(
-        self, server: socket.socket, client: socket.socket, done: threading.Event
-    ) -> None:
-        try:
-            while not (self.stopping.is_set() or done.is_set()):
-                try:
-                    data = server.recv(65536)
-                except TimeoutError:
-                    continue
-                except OSError:
-                    return
-                if not data or not _send_all(client, data, self.stopping):
-                    return
-        finally:
-            done.set()
-            for sock in (client, server):
-                with contextlib.suppress(OSError):
-                    sock.shutdown(socket.SHUT_RDWR)
-            # the request pump owns nothing more; close both once both pumps have stopped
-            server.close()
-            client.close()
+            return list(self.fault_proxy.wait_until(found, timeout))
+        except AssertionError:
+            raise AssertionError(f"{count} x {match!r} not received in {timeout}s") from None
 
     def close(self) -> None:
-        self.stopping.set()
-        self._listener.close()
-        with self._cond:
-            threads = list(self._threads)
-        deadline = time.monotonic() + 10.0
-        for thread in threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
-        alive = [t for t in threads if t.is_alive()]
-        assert not alive, f"proxy threads still running: {alive}"
+        self.fault_proxy.close()
 
     def __enter__(self) -> TeeProxy:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _send_all(sock: socket.socket, data: bytes, stopping: threading.Event) -> bool:
-    view = memoryview(data)
-    while view:
-        if stopping.is_set():
-            return False
-        try:
-            n = sock.send(view)
-        except TimeoutError:
-            continue
-        except OSError:
-            return False
-        view = view[n:]
-    return True
 
 
 # -- checking what the client sent ------------------------------------------------------------
