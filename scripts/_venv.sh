@@ -2,13 +2,14 @@
 # Sourced by scripts/demo, scripts/test and benchmarks/run_all: makes sure ./.venv exists, works,
 # and has snodo installed (editable) with the requested extras. Not meant to be run on its own.
 #
-#   source scripts/_venv.sh; snodo_venv test      # or: snodo_venv base
+#   source scripts/_venv.sh; snodo_venv test      # or: snodo_venv base, snodo_venv docs
 #   snodo_venv test "$REPO/.venvs/python3.12" /usr/bin/python3.12   # another venv, made with that
 #
 # After it returns, $REPO is the repository root (also the cwd), $VENV the venv and $PY its python.
 #
 # The install is skipped when .venv/.snodo-install records the same pyproject.toml hash and an
-# extras set that covers the request ("test" covers "base"). Set SNODO_REINSTALL=1 to force it.
+# extras set that covers the request ("docs" is test and docs, and covers "test"; "test" covers
+# "base"). Set SNODO_REINSTALL=1 to force it.
 # The Python that creates the venv is $PYTHON if set, else the first python3.x >= 3.10 on PATH.
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -76,12 +77,16 @@ _snodo_install_current() { # usage: _snodo_install_current EXTRAS HASH
   local stamp_hash stamp_extras
   read -r stamp_hash stamp_extras <"$STAMP" || return 1
   [ "$stamp_hash" = "$2" ] || return 1
-  [ "$stamp_extras" = "$1" ] || [ "$stamp_extras" = "test" ]
+  [ "$stamp_extras" = "$1" ] || [ "$stamp_extras" = "docs" ] ||
+    { [ "$stamp_extras" = "test" ] && [ "$1" != "docs" ]; }
 }
 
-snodo_venv() { # usage: snodo_venv base|test [VENV_DIR BASE_PYTHON]
-  local extras="${1:-base}" spec=".[test]" hash base="${3:-}" want=""
-  [ "$extras" = "test" ] || spec="."
+snodo_venv() { # usage: snodo_venv base|test|docs [VENV_DIR BASE_PYTHON]
+  local extras="${1:-base}" spec="." hash base="${3:-}" want=""
+  case "$extras" in
+    test) spec=".[test]" ;;
+    docs) spec=".[test,docs]" ;;
+  esac
   if [ -n "${2:-}" ]; then
     VENV="$2"
     PY="$VENV/bin/python"

@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+"""snodo's version: what the client sends in ``clientInfo`` unless ``client_info=`` says
+otherwise, and what ``snodo --version`` prints."""
 
 _EXPORTS = {
     "Client": "snodo.client",

@@ -123,7 +123,8 @@ class _Sink:
 
 
 class Subscription:
-    """An open ``subscriptions/listen`` stream (see ``Client.listen``)."""
+    """An open ``subscriptions/listen`` stream (see ``Client.listen``): iterate it for the
+    events the filter asked for, delivered against demand so a slow consumer cannot be flooded."""
 
     def __init__(
         self,

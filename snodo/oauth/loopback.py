@@ -22,7 +22,8 @@ NOT_FOUND = b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r
 
 
 class LoopbackListener:
-    """A one-shot HTTP listener for ``http://127.0.0.1:<port><path>``."""
+    """A one-shot HTTP listener for ``http://127.0.0.1:<port><path>``: it receives the
+    authorization server's redirect (the code and state) when the user's browser comes back."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, path: str = "/callback") -> None:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET

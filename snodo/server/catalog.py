@@ -46,7 +46,8 @@ ToolFn = Callable[[dict[str, Any], "Context"], Any]
 
 @dataclass(frozen=True, slots=True)
 class CacheHint:
-    """``ttlMs`` and ``cacheScope`` for cacheable 2026-07-28 results."""
+    """``ttlMs`` and ``cacheScope`` for cacheable 2026-07-28 results: how long a client may
+    keep a listing or a resource, and whether it may share it between users."""
 
     ttl_ms: int = 0
     scope: Literal["public", "private"] = "private"

@@ -79,7 +79,9 @@ def _put(target: dict[str, Any], key: str, value: Any) -> None:
 
 
 class Runtime:
-    """Server configuration served by :func:`snodo.server.dispatcher`."""
+    """A server's configuration: its tools, resources, prompts and completions, declared in a
+    few lines and served by :func:`snodo.server.dispatch` in process (``snodo.direct``), over
+    stdio or over HTTP (``python -m snodo.server``)."""
 
     def __init__(
         self,

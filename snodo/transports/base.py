@@ -79,7 +79,9 @@ class RequestOptions:
 
 @dataclass(frozen=True, slots=True)
 class ConnectOptions:
-    """What ``snodo.connect`` hands a custom transport's ``connect``."""
+    """What ``snodo.connect`` hands a custom transport's ``connect``: the connect options a
+    transport applies itself (timeouts, limits, the input handlers), so that a custom transport
+    behaves like the built-in ones."""
 
     #: The client's default request timeout (seconds, None for none).
     timeout: float | None = 30.0

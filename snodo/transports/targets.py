@@ -15,7 +15,9 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class Stdio:
-    """A stdio server target: ``snodo.connect(snodo.Stdio("python", ["server.py"]))``."""
+    """A stdio server target: ``snodo.connect(snodo.Stdio("python", ["server.py"]))`` starts
+    the command as a subprocess and speaks MCP on its stdin and stdout (the server's lifetime is
+    the connection's)."""
 
     command: str
     args: tuple[str, ...] = ()
@@ -31,7 +33,8 @@ class Stdio:
 
 @dataclass(frozen=True, slots=True)
 class Http:
-    """A Streamable HTTP target: ``snodo.connect(snodo.Http("https://example.test/mcp"))``."""
+    """A Streamable HTTP target: ``snodo.connect(snodo.Http("https://example.test/mcp"))``
+    reaches a remote (or local) server at that URL, for either protocol era."""
 
     url: str
 

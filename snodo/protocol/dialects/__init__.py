@@ -23,6 +23,8 @@ DIALECTS: Final[dict[str, Dialect]] = {
 
 #: The versions snodo speaks by default, newest first.
 SUPPORTED_VERSIONS: Final[tuple[str, ...]] = tuple(DIALECTS)
+"""The versions snodo speaks by default, newest first: what ``protocol=`` allows when not given
+(the stateless ``2026-07-28`` and the session-era ``2025-11-25`` and ``2025-06-18``)."""
 
 #: Every dialect, the older opt-in ones included.
 ALL_DIALECTS: Final[dict[str, Dialect]] = {
@@ -31,6 +33,8 @@ ALL_DIALECTS: Final[dict[str, Dialect]] = {
 
 #: Every version snodo can speak, newest first: the default ones and the opt-in older ones.
 ALL_VERSIONS: Final[tuple[str, ...]] = tuple(ALL_DIALECTS)
+"""Every version snodo can speak, newest first: ``protocol=snodo.ALL_VERSIONS`` also allows the
+older opt-in ``2025-03-26`` and ``2024-11-05`` that many installed servers still speak."""
 
 #: The versions a client speaks only when ``protocol=`` names them.
 OPT_IN_VERSIONS: Final[tuple[str, ...]] = tuple(
