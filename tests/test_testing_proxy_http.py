@@ -211,3 +211,16 @@ def test_unknown_faults_and_https_upstreams_are_refused(
         proxy.on(None, "explode")
     with pytest.raises(ValueError, match="plain http"):
         FaultProxy.http("https://127.0.0.1:1/mcp")
+
+
+def test_closing_the_proxy_ends_its_connections(upstream: str) -> None:
+    proxy = FaultProxy.http(upstream)
+    try:
+        with connect(proxy, SESSION) as client:
+            assert echo(client, "up") == "up"
+            proxy.close()
+            with pytest.raises(snodo.McpError) as caught:
+                echo(client, "down")
+            assert caught.value.code == -32000
+    finally:
+        proxy.close()

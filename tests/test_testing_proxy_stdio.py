@@ -177,3 +177,20 @@ def test_a_flood_of_server_requests_is_answered_and_stops_at_the_proxy(
 def test_session_404_is_an_http_fault(proxy: FaultProxy) -> None:
     with pytest.raises(ValueError, match="HTTP fault"):
         proxy.session_404()
+
+
+def test_closing_the_proxy_ends_the_relay_and_its_server() -> None:
+    before = support.children()
+    proxy = FaultProxy.stdio(support.snodo_server())
+    try:
+        with connect(proxy) as client:
+            assert echo(client, "up") == "up"
+            (relay,) = support.children() - before
+            (server,) = _children_of(relay)
+            proxy.close()
+            support.wait_until(lambda: not support.running(server), 5.0)
+            with pytest.raises(snodo.McpError) as caught:
+                echo(client, "down")
+            assert caught.value.code == -32000
+    finally:
+        proxy.close()
