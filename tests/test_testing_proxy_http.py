@@ -36,7 +36,7 @@ def proxy(upstream: str) -> Iterator[FaultProxy]:
 
 def connect(proxy: FaultProxy, version: str = LATEST, **options: Any) -> snodo.Client:
     options.setdefault("timeout", 5.0)
-    return snodo.connect(snodo.Http(proxy.target), protocol=version, **options)
+    return snodo.connect(proxy.target, protocol=version, **options)
 
 
 def echo(client: snodo.Client, text: str, **options: Any) -> str:
@@ -46,7 +46,8 @@ def echo(client: snodo.Client, text: str, **options: Any) -> str:
 
 def test_passes_everything_on_and_records_both_directions(proxy: FaultProxy) -> None:
     """Without faults the proxy is a recording tee: 127.0.0.1 only, the request bytes as sent."""
-    assert proxy.target.startswith("http://127.0.0.1:")
+    assert proxy.url is not None and proxy.url.startswith("http://127.0.0.1:")
+    assert proxy.target == snodo.Http(proxy.url)
     with connect(proxy, SESSION) as client:
         assert echo(client, "plain") == "plain"
     calls = [r for r in proxy.requests if r.rpc == "tools/call"]

@@ -3,8 +3,9 @@
 ``FaultProxy.http(url)`` listens on 127.0.0.1 and passes requests to ``url``;
 ``FaultProxy.stdio(command)`` gives a ``snodo.Stdio`` that runs a small relay, which starts the
 real server as its child and hands every line to this process. Either way ``.target`` is what
-to connect to, the faults are armed on command (``cut()``, ``drop()``, ...) or by rule
-(``on(match, action)``), and ``.messages`` is what passed, both ways (docs/decisions/0048).
+to connect to (a ``snodo.Http``, a ``snodo.Stdio``), the faults are armed on command
+(``cut()``, ``drop()``, ...) or by rule (``on(match, action)``), and ``.messages`` is what
+passed, both ways (docs/decisions/0048).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from snodo.testing.faults import (
     Rule,
     as_match,
 )
-from snodo.transports.targets import Stdio
+from snodo.transports.targets import Http, Stdio
 
 __all__ = [
     "TO_CLIENT",
@@ -46,21 +47,24 @@ HTTP_ONLY = frozenset({"session_404"})
 class FaultProxy:
     """A proxy in front of one server; build it with ``FaultProxy.http`` or ``.stdio``."""
 
-    def __init__(self, kind: str, book: FaultBook, engine: Any, target: Any) -> None:
+    def __init__(self, kind: str, book: FaultBook, engine: Any, target: Http | Stdio) -> None:
         self.kind = kind
         self._book = book
         self._engine = engine
-        self.target: Any = target  #: what to pass to ``snodo.connect``: a URL or a ``snodo.Stdio``
+        #: what to pass to ``snodo.connect``: a ``snodo.Http`` or a ``snodo.Stdio``
+        self.target: Any = target
+        #: HTTP: the proxy's URL (on 127.0.0.1, the upstream's path); stdio: None
+        self.url: str | None = target.url if isinstance(target, Http) else None
 
     @classmethod
     def http(cls, upstream_url: str, *, stall_timeout: float = STALL_TIMEOUT) -> FaultProxy:
         """A proxy on 127.0.0.1 in front of the Streamable HTTP endpoint ``upstream_url``;
-        ``.target`` is its URL (same path)."""
+        ``.target`` is a ``snodo.Http`` of its URL (``.url``, the upstream's path)."""
         from snodo.testing.http_proxy import HttpEngine
 
         book = FaultBook()
         engine = HttpEngine(book, upstream_url, stall_timeout)
-        return cls("http", book, engine, engine.url)
+        return cls("http", book, engine, Http(engine.url))
 
     @classmethod
     def stdio(

@@ -652,8 +652,10 @@ class TeeProxy:
     def __init__(self, upstream: tuple[str, int], path: str = "/mcp") -> None:
         host, port = upstream
         self.fault_proxy = FaultProxy.http(f"http://{host}:{port}{path}")
-        self.url: str = self.fault_proxy.target
-        self.port = urlsplit(self.url).port
+        url = self.fault_proxy.url
+        assert url is not None
+        self.url: str = url
+        self.port = urlsplit(url).port
 
     @property
     def requests(self) -> list[HttpRequest]:
