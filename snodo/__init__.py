@@ -44,6 +44,7 @@ _EXPORTS = {
     "Fleet": "snodo.fleet",
     "FleetStatus": "snodo.fleet",
     "Task": "snodo.tasks",
+    "RedisCache": "snodo.redis_cache",
 }
 
 __all__ = [
@@ -65,6 +66,7 @@ __all__ = [
     "Notification",
     "Page",
     "Progress",
+    "RedisCache",
     "RequestOptions",
     "Session",
     "Sse",
@@ -99,6 +101,7 @@ if TYPE_CHECKING:
     from snodo.protocol.subscriptions import Gap as Gap
     from snodo.protocol.subscriptions import Notification as Notification
     from snodo.protocol.subscriptions import SubscriptionEvent as SubscriptionEvent
+    from snodo.redis_cache import RedisCache as RedisCache
     from snodo.server_logs import LogMessage as LogMessage
     from snodo.subscription import Subscription as Subscription
     from snodo.supervision.restarts import Backoff as Backoff

@@ -19,11 +19,46 @@ import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from typing import Final
+from typing import Final, Protocol, runtime_checkable
 
 from snodo.protocol.caching import MAX_ENTRIES, MAX_ENTRY_BYTES, Invalidation
 
-__all__ = ["ResponseCache", "fresh_namespace", "namespace_of", "shared_cache"]
+__all__ = ["ResponseCache", "ResponseStore", "fresh_namespace", "namespace_of", "shared_cache"]
+
+
+@runtime_checkable
+class ResponseStore(Protocol):
+    """What the client's cache layer (``snodo.cached_calls``) needs of a store: the in-process
+    :class:`ResponseCache` and ``snodo.RedisCache`` (shared by processes) both are one
+    (docs/decisions/0050). A store that cannot answer behaves as a miss; it never raises."""
+
+    def scoped(self, namespace: Hashable) -> Hashable:
+        """The namespace as this store keys it (a shared store tags process-local ones)."""
+
+    def now(self) -> float:
+        """The clock ``put``'s ``expires`` is measured on (seconds)."""
+
+    def get(self, key: Hashable) -> bytes | None:
+        """The stored result's JSON bytes if present and fresh, else None."""
+
+    def generation_of(self, namespace: Hashable) -> int:
+        """The invalidation generation to read before a request is sent (passed to ``put``)."""
+
+    def put(
+        self,
+        key: Hashable,
+        data: bytes,
+        *,
+        expires: float,
+        generation: int,
+        namespace: Hashable,
+        method: str,
+        uri: str | None = None,
+    ) -> bool:
+        """Store ``data`` unless an invalidation came after ``generation``; whether stored."""
+
+    def invalidate(self, namespace: Hashable, change: Invalidation) -> int:
+        """Remove ``namespace``'s entries that ``change`` names; the number removed."""
 
 
 class _Entry:
@@ -66,6 +101,18 @@ class ResponseCache:
     def total_bytes(self) -> int:
         """The encoded size of every stored result."""
         return self._bytes
+
+    def scoped(self, namespace: Hashable) -> Hashable:
+        """Namespaces are kept as they are: this store is this process's only."""
+        return namespace
+
+    def now(self) -> float:
+        """The expiry clock's time."""
+        return self.clock()
+
+    def generation_of(self, namespace: Hashable) -> int:
+        """The one counter every invalidation bumps (whatever the namespace)."""
+        return self.generation
 
     def get(self, key: Hashable) -> bytes | None:
         """The stored result's JSON bytes if present and fresh (and mark it recently used)."""

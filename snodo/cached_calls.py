@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from snodo.cache import ResponseCache, fresh_namespace, shared_cache
+from snodo.cache import ResponseStore, fresh_namespace, shared_cache
 from snodo.calls import CallPipeline, Steps, drive
 from snodo.options import NO_CALL_OPTIONS, CallOptions, check_timeout
 from snodo.protocol import caching
@@ -25,16 +25,19 @@ class CachedCalls:
 
     __slots__ = ("_base", "_cache", "_credential", "_namespace", "pipeline")
 
-    def __init__(self, pipeline: CallPipeline, cache: ResponseCache | None = None) -> None:
+    def __init__(self, pipeline: CallPipeline, cache: ResponseStore | None = None) -> None:
         self.pipeline = pipeline
-        self._cache = cache if cache is not None else shared_cache()
+        self._cache: ResponseStore = cache if cache is not None else shared_cache()
         transport = pipeline.transport
         identity = cache_identity_of(transport)
         namespace = identity.namespace
         if namespace is None:
             kind = type(transport)
-            namespace = fresh_namespace(f"custom:{kind.__module__}.{kind.__qualname__}")
-        #: What invalidation matches: this connection's (or its endpoint's) namespace.
+            # "own:", not "custom:": a connection's own namespace never names a shared endpoint
+            namespace = fresh_namespace(f"own:{kind.__module__}.{kind.__qualname__}")
+        #: What invalidation matches: this connection's (or its endpoint's) namespace, as the
+        #: store keys it (a shared store tells this process's own namespaces apart).
+        namespace = self._cache.scoped(namespace)
         self._namespace: Hashable = namespace
         #: The private partition (hashed credentials); None: private results are never stored.
         self._credential = identity.credential
@@ -81,9 +84,10 @@ class CachedCalls:
             data = cache.get(caching.private_key(self._base, method, arg, credential))
             if data is not None:
                 return Done(orjson.loads(data), 0)
-        generation = cache.generation  # read before sending: an invalidation after it wins
+        # read before sending: an invalidation after it wins
+        generation = cache.generation_of(self._namespace)
         done = yield from self.pipeline.steps(method, params, call)
-        arrived = cache.clock()
+        arrived = cache.now()
         hint = caching.storable(done.outcome)
         if hint is None or done.rounds:  # the result of an answered input round is never stored
             return done

@@ -105,10 +105,11 @@ class Client:
         """Send through ``transport`` from now on (at the start, and after each restart)."""
         pipeline = CallPipeline(transport, dialect, self._options, self._answer, self._stats)
         cached: CachedCalls | None = None
-        if self._options.cache:
+        store = self._options.cache
+        if store is not False:
             from snodo.cached_calls import CachedCalls  # the cache is loaded only when used
 
-            cached = CachedCalls(pipeline)
+            cached = CachedCalls(pipeline, None if store is True else store)
         self._transport = transport
         self._dialect = dialect
         self._session = session

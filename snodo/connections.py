@@ -38,6 +38,7 @@ from snodo.transports.base import (
 )
 
 if TYPE_CHECKING:
+    from snodo.cache import ResponseStore
     from snodo.server import Runtime
 
 
@@ -53,7 +54,7 @@ def direct(
     max_pages: int = 1000,
     reset_timeout_on_progress: bool = False,
     max_total_timeout: float | None = 600.0,
-    cache: bool = False,
+    cache: bool | ResponseStore = False,
     validate_output: bool = False,
     name: str | None = None,
     log_level: str | None = None,
@@ -123,7 +124,7 @@ def connect(
     verify: bool = True,
     ca_certs: str | None = None,
     client_cert: str | tuple[str, str] | None = None,
-    cache: bool = False,
+    cache: bool | ResponseStore = False,
     validate_output: bool = False,
     name: str | None = None,
     log_level: str | None = None,

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass, fields
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from snodo import __version__
 from snodo.protocol import inputs, negotiation
 from snodo.protocol.meta import check_log_level
+
+if TYPE_CHECKING:
+    from snodo.cache import ResponseStore
 
 #: What ``progress=`` may be: a callable, a ``queue.Queue``, or a Pykka ``ActorRef``.
 ProgressTarget = Any
@@ -41,8 +44,9 @@ class ClientOptions:
     max_pages: int = 1000
     reset_timeout_on_progress: bool = False
     max_total_timeout: float | None = 600.0
-    #: Use the process's response cache (``snodo.cache``) for cacheable results.
-    cache: bool = False
+    #: Use the process's response cache (``snodo.cache``) for cacheable results, or the given
+    #: store (``snodo.RedisCache``, shared by processes: docs/decisions/0050).
+    cache: bool | ResponseStore = False
     #: The lowest level of the server's log messages to ask for (``snodo.server_logs``).
     log_level: str | None = None
     #: Where the server's log messages go: a callable, a queue or an actor (None: logging).
@@ -68,7 +72,10 @@ def build_options(**given: Any) -> ClientOptions:
             raise TypeError(f"build_options() got an unexpected keyword argument {name!r}")
     value = {**OPTION_DEFAULTS, **given}
     if not isinstance(value["cache"], bool):
-        raise TypeError("cache must be True or False")
+        from snodo.cache import ResponseStore
+
+        if not isinstance(value["cache"], ResponseStore):
+            raise TypeError("cache must be True or False, or a store such as snodo.RedisCache")
     if not isinstance(value["validate_output"], bool):
         raise TypeError("validate_output must be True or False")
     if value["validate_output"]:
