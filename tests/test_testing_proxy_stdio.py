@@ -55,7 +55,8 @@ def _children_of(pid: int) -> list[int]:
 def test_the_relay_passes_lines_on_and_takes_its_server_with_it(proxy: FaultProxy) -> None:
     """The target is a snodo.Stdio running the relay; the real server is the relay's child and
     both are gone once the client has closed."""
-    assert isinstance(proxy.target, snodo.Stdio)
+    assert isinstance(proxy.target, snodo.Stdio) and proxy.url is None
+    assert any(arg.startswith("127.0.0.1:") for arg in proxy.target.args)  # where it calls back
     before = support.children()
     with connect(proxy, SESSION) as client:
         assert echo(client, "plain") == "plain"

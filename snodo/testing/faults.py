@@ -8,6 +8,7 @@ I/O; the waits (``wait_for``, ``stall``) all have deadlines.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import threading
@@ -313,7 +314,7 @@ class FaultBook:
         if not kinds:
             return message
         with self.cond:
-            updated = Message(**{**message.__dict__, "faults": message.faults + kinds})
+            updated = dataclasses.replace(message, faults=message.faults + kinds)
             self.messages[message.index] = updated
         return updated
 

@@ -141,6 +141,9 @@ class FaultProxy:
 
         ``match`` is a :class:`Match`, a predicate on :class:`Message`, a method name, or None
         (any message); ``action`` an :class:`Action` or the name of one without arguments.
+        Over HTTP a request (``TO_SERVER``) takes ``delay``, ``drop``, ``cut``, ``reset``,
+        ``session_404`` and the stalls (of its answer); the other actions act on answers and do
+        nothing to a request. Over stdio every action but ``session_404`` works both ways.
         """
         if isinstance(action, str):
             action = Action(action)
