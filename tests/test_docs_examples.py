@@ -37,7 +37,7 @@ stdio_no_leaks = support.stdio_no_leaks
 #: What under docs/ is not a page of the site (mkdocs.yml's exclude_docs).
 NOT_PAGES = ("decisions", "hooks", "internals.md", "readme-claims.md")
 
-FENCE = re.compile(r"^```python(?P<info>[^\n]*)\n(?P<code>.*?)^```$", re.M | re.S)
+FENCE = re.compile(r"^```(?P<lang>\w*)(?P<info>[^\n]*)\n(?P<code>.*?)^```$", re.M | re.S)
 TITLE = re.compile(r'title="(?P<name>[^"]+)"')
 
 
@@ -48,17 +48,20 @@ def pages() -> list[Path]:
         relative = path.relative_to(DOCS)
         if relative.parts[0] in NOT_PAGES:
             continue
-        if FENCE.search(path.read_text(encoding="utf-8")):
+        if "```python" in path.read_text(encoding="utf-8"):
             found.append(path)
     return found
 
 
 def page_blocks(path: Path) -> list[tuple[int, str | None, str]]:
-    """A page's python blocks: (line number, file title or None, code)."""
+    """A page's python blocks and its files (a block of any language with a title): (line
+    number, file title or None, code)."""
     text = path.read_text(encoding="utf-8")
     found = []
     for match in FENCE.finditer(text):
         title = TITLE.search(match.group("info"))
+        if match.group("lang") != "python" and title is None:
+            continue
         line = text[: match.start()].count("\n") + 2
         found.append((line, title.group("name") if title else None, match.group("code")))
     return found
@@ -158,9 +161,10 @@ def test_every_page_with_examples_is_run() -> None:
     assert {"index.md", "tutorial/index.md", "guides/daemon.md", "guides/oauth.md"} <= names
     assert set(SETUP) <= names
     for page in pages():
-        blocks = page_blocks(page)
         text = page.read_text(encoding="utf-8")
-        assert len(blocks) == text.count("```python"), f"{page}: a python block is not fenced"
+        python = [b for b in FENCE.finditer(text) if b.group("lang") == "python"]
+        assert len(python) == text.count("```python"), f"{page}: a python block is not fenced"
+        assert all(any(b[2] == p.group("code") for b in page_blocks(page)) for p in python)
 
 
 def test_every_public_name_has_a_documented_reference_entry() -> None:
