@@ -2,7 +2,7 @@
 
 Each test runs pytest in a subprocess on a small generated test file (an application's tests,
 outside this repository, so none of snodo's own conftest applies), with the plugin loaded by
-``-p`` (entry points off) or by its entry point, and checks the outcome of every test: the
+``-p snodo`` (autoloading off) or by its entry point, and checks the outcome of every test: the
 fixtures serve, proxy and crash; a test that leaks fails only where the leak check is on.
 """
 
@@ -106,7 +106,7 @@ def run_app_tests(tmp_path: Path, *args: str, gevent: bool, autoload: bool) -> d
         plugin: list[str] = ["-p", "no:randomly", "-p", "no:cacheprovider"]
     else:
         env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-        plugin = ["-p", "snodo.testing.pytest_plugin", "-p", "no:cacheprovider"]
+        plugin = ["-p", "snodo", "-p", "no:cacheprovider"]
     done = subprocess.run(
         [
             sys.executable,

@@ -3,7 +3,7 @@ freezes and its owner is killed. Through ``snodo.testing``'s public kit only (th
 fixtures), with the leak check on every test (the module's marker).
 
 Run: ``pytest examples/testing_app`` (snodo's plugin is loaded by its entry point; add
-``-p snodo.testing.pytest_plugin`` where plugin autoloading is off).
+``-p snodo`` where plugin autoloading is off).
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 
 Installed with snodo as the ``snodo`` entry point (``pytest11``), it does nothing until used:
 loading it imports only this module (no snodo machinery, no threads), and a test that asks for
-none of its fixtures runs as if it were absent. Load it by hand with ``-p
-snodo.testing.pytest_plugin`` where entry points are disabled.
+none of its fixtures runs as if it were absent. Where plugin autoloading is off, ``-p snodo``
+loads it by its entry point's name (``-p snodo.testing.pytest_plugin`` with autoloading on would
+register the module twice).
 
 * ``snodo_no_leaks``: the leak check of one test (``snodo.testing.no_leaks`` with the HTTP
   pool's idle sockets allowed); ``--snodo-leak-check`` puts it on every test, the marker
