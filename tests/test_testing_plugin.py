@@ -166,3 +166,26 @@ def test_the_entry_point_with_snodo_leak_check_checks_every_test(tmp_path: Path)
     assert "unmarked-leak" in output
     for name in USED:
         assert outcomes[name] == "passed", (name, output)
+
+
+def test_the_kit_is_loaded_only_when_imported_and_its_modules_on_first_use() -> None:
+    """``import snodo`` does not import snodo.testing; ``import snodo.testing`` imports none of
+    its modules (nor pykka, nor threads) until a name is used."""
+    probe = (
+        "import sys, snodo; assert 'snodo.testing' not in sys.modules; "
+        "import snodo.testing as kit; "
+        "loaded = sorted(m for m in sys.modules if m.startswith('snodo.testing.')); "
+        "assert loaded == [] and 'pykka' not in sys.modules, loaded; "
+        "kit.no_leaks; assert 'snodo.testing.leaks' in sys.modules; "
+        "assert 'snodo.testing.servers' not in sys.modules; "
+        "assert sorted(set(kit.__all__) - set(dir(kit))) == []; print('ok')"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=RUN_DEADLINE,
+        check=False,
+    )
+    assert done.stdout.strip() == "ok", done.stdout + done.stderr
