@@ -392,9 +392,7 @@ def test_a_worker_killed_holding_the_refresh_lease_loses_no_token(
         end(worker)
     started = time.monotonic()
     with snodo.connect(snodo.Http(rs.url), token_provider=oauth, protocol=VERSION) as client:
-        assert client.call_tool("echo", {"text": "after"})["structuredContent"] == {
-            "said": "after"
-        }
+        assert client.call_tool("echo", {"text": "after"})["structuredContent"] == {"said": "after"}
         assert time.monotonic() - started < 2.0 + 5.0
         assert auth.grants.count("refresh_token") == 1
         auth.gate.set()  # the dead worker's request ends now: its refresh token was spent

@@ -39,7 +39,9 @@ def main() -> None:
         **stores,
     )
     threads = int(options["threads"])
-    with snodo.connect(snodo.Http(options["resource"]), token_provider=oauth, protocol=VERSION) as c:
+    with snodo.connect(
+        snodo.Http(options["resource"]), token_provider=oauth, protocol=VERSION
+    ) as c:
         c.call_tool("echo", {"text": "warm"})
         print("ready", flush=True)
         sys.stdin.readline()
