@@ -96,6 +96,7 @@ CHECKED = {
     'snodo.Fleet.from_file("servers.json")': "test_fleet_block",
     "async def main():": "test_asyncio_block",
     "from snodo.actors import start_client": "test_actor_block",
+    "stores = redis_oauth_stores(": "test_many_workers_block",
 }
 
 
@@ -636,3 +637,30 @@ def test_actor_block(on_path: Path) -> None:
     sums = namespace["sums"]
     assert [s["structuredContent"]["sum"] for s in sums] == [2 * i for i in range(20)]
     assert not namespace["ref"].is_alive()
+
+
+def test_many_workers_block(monkeypatch: pytest.MonkeyPatch, http_server: HttpServer) -> None:
+    """Running many workers: the block's stores are sealed RedisStores on a real redis-server
+    (tests/support/redis_server.py) that the OAuthClient uses; a token round-trips."""
+    from tests.support.redis_server import redis_server
+
+    with redis_server() as server:
+        monkeypatch.setenv("SNODO_OAUTH_KEY", os.urandom(32).hex())
+        code = substituted(
+            block("stores = redis_oauth_stores("),
+            ("redis://127.0.0.1:6379/0", server.url),
+            ("https://example.test/mcp", http_server.url),
+        )
+        namespace: dict[str, Any] = {}
+        run(code, namespace)
+        oauth, client = namespace["oauth"], namespace["client"]
+        try:
+            assert oauth.tokens is namespace["stores"]["token_store"]
+            assert client.list_tools()  # a server that asks no token: none is sent
+            oauth.tokens.put("k", {"access_token": "t"})
+            assert oauth.tokens.get("k") == {"access_token": "t"}
+            raw = oauth.tokens.client.get(oauth.tokens.redis_key("k"))
+            assert raw.startswith(b"snodo-sealed-1:") and b"my-daemon" not in raw
+        finally:
+            client.close()
+            oauth.tokens.client.close()
