@@ -97,6 +97,7 @@ CHECKED = {
     "async def main():": "test_asyncio_block",
     "from snodo.actors import start_client": "test_actor_block",
     "stores = redis_oauth_stores(": "test_many_workers_block",
+    "cache = snodo.RedisCache(": "test_many_workers_cache_block",
 }
 
 
@@ -664,3 +665,35 @@ def test_many_workers_block(monkeypatch: pytest.MonkeyPatch, http_server: HttpSe
         finally:
             client.close()
             oauth.tokens.client.close()
+
+
+def test_many_workers_cache_block(http_server: HttpServer) -> None:
+    """Running many workers, the cache: the block's RedisCache on a real redis-server stores
+    the listing in Redis, and a second client with its own RedisCache (another worker) hits it."""
+    from tests.support.redis_server import redis_server
+
+    with redis_server() as server:
+        code = substituted(
+            block("cache = snodo.RedisCache("),
+            ("redis://127.0.0.1:6379/0", server.url),
+            ("https://example.test/mcp", http_server.url),
+        )
+        namespace: dict[str, Any] = {"snodo": snodo}
+        run(code, namespace)
+        client, cache = namespace["client"], namespace["cache"]
+        try:
+            assert namespace["tools"]
+            import redis
+
+            with redis.Redis.from_url(server.url) as r:
+                stored = list(r.scan_iter(match="my-daemon:cache:e:*"))
+            assert stored  # the example Runtime's listing is public for a minute
+            other = snodo.RedisCache(server.url, prefix="my-daemon:cache:")
+            with snodo.connect(snodo.Http(http_server.url), cache=other) as second:
+                sent = second.stats()
+                assert second.list_tools() == namespace["tools"]
+                assert second.stats()["calls_sent"] == sent["calls_sent"]  # a hit: not sent
+            other.close()
+        finally:
+            client.close()
+            cache.close()
