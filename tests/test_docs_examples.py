@@ -4,7 +4,7 @@ Each page under ``docs/`` (the site's pages: not ``docs/decisions``) is one test
 blocks run in order in one namespace, in a fresh working directory whose ``python`` on ``PATH``
 is this interpreter, so ``snodo.Stdio("python", [...])`` starts a real server. A block with a
 file title (```` ```python title="notes_server.py" ````) is the file the page asks the reader to
-save: it is written to the working directory, not run. A block's ``#>`` lines are what it
+save: it is written to the working directory, not run. A block's ``# >`` lines are what it
 prints, and are checked. A page whose examples need a server the reader has elsewhere (an OAuth
 protected one) gets a real one from ``SETUP``, with the fewest textual substitutions
 (``substituted`` fails when the page's text changed). The README's blocks are run by
@@ -68,8 +68,16 @@ def page_blocks(path: Path) -> list[tuple[int, str | None, str]]:
 
 
 def expected_output(code: str) -> list[str]:
-    """The lines a block says it prints: its ``#>`` comment lines, in order."""
-    return [line.strip()[3:] for line in code.splitlines() if line.strip().startswith("#> ")]
+    """The lines a block says it prints: its ``# >`` comment lines, in order (``#>`` too: the
+    spelling before ``ruff format``, which formats the pages' blocks, adds the space)."""
+    said = []
+    for line in code.splitlines():
+        stripped = line.strip()
+        for prefix in ("# > ", "#> "):
+            if stripped.startswith(prefix):
+                said.append(stripped[len(prefix) :])
+                break
+    return said
 
 
 # -- servers a page needs from elsewhere -------------------------------------------------------
@@ -150,7 +158,7 @@ def run_page(path: Path) -> dict[str, Any]:
 
 @pytest.mark.parametrize("page", pages(), ids=lambda p: p.relative_to(DOCS).as_posix())
 def test_page_examples(page: Path, workdir: Path) -> None:
-    """The page's python blocks run in order; each prints what its ``#>`` lines say."""
+    """The page's python blocks run in order; each prints what its ``# >`` lines say."""
     run_page(page)
 
 
