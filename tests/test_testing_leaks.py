@@ -128,7 +128,9 @@ def test_a_zombie_child_is_a_leak() -> None:
                 break
             baseline_wait.wait(0.01)
     try:
-        assert list(leaked.value.report.processes) == [pid]
+        # another test's process that is still ending can be seen too: the checker is right to
+        # name it, and this test asks only that the zombie is named
+        assert pid in leaked.value.report.processes
     finally:
         child.wait(WAIT)
 
@@ -155,7 +157,7 @@ def test_every_kind_left_at_once_is_in_one_report() -> None:
         report = find_leaks(baseline, SHORT)
         assert "all-kinds" in report.threads  # (the actor's own thread is there too)
         assert set(report.fds) == {r, w}
-        assert list(report.processes) == [grandchild]
+        assert grandchild in report.processes  # (another test's ending process may be too)
         assert len(report.actors) == 1
         text = str(report)
         for part in ("all-kinds", f"{r} -> pipe:", f"{grandchild} (", "actors: Idle"):
