@@ -27,7 +27,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -47,58 +47,8 @@ class Stopped(Exception):
     """The server is closing (or the peer went away) while a thread was reading."""
 
 
-@dataclass(frozen=True)
-class Request:
-    """One request as it arrived: headers keep their order and case."""
-
-    index: int
-    connection: int
-    method: str
-    target: str
-    headers: tuple[tuple[str, str], ...]
-    body: bytes
-    arrived: float = field(default_factory=time.monotonic)
-
-    def header(self, name: str) -> str | None:
-        """The first value of header ``name`` (case-insensitive), or None."""
-        values = self.header_values(name)
-        return values[0] if values else None
-
-    def header_values(self, name: str) -> list[str]:
-        lower = name.lower()
-        return [v for n, v in self.headers if n.lower() == lower]
-
-    def header_names(self) -> set[str]:
-        """Every header name, lower-cased."""
-        return {n.lower() for n, _ in self.headers}
-
-    @property
-    def message(self) -> Any:
-        """The JSON body (exact integers, as Python's json parses them), or None."""
-        if not self.body:
-            return None
-        return json.loads(self.body)
-
-    @property
-    def rpc(self) -> str | None:
-        """The JSON-RPC method of the body, or None (a response, no body, not JSON)."""
-        try:
-            message = self.message
-        except ValueError:
-            return None
-        if isinstance(message, dict) and isinstance(message.get("method"), str):
-            return str(message["method"])
-        return None
-
-    @property
-    def kind(self) -> str:
-        """``"request"``, ``"notification"``, ``"response"`` or the HTTP method for no body."""
-        message = self.message if self.body else None
-        if not isinstance(message, dict):
-            return self.method
-        if "method" not in message:
-            return "response"
-        return "request" if "id" in message else "notification"
+#: One request as it arrived (the kit's record: one implementation).
+Request = HttpRequest
 
 
 class _Reader:
