@@ -109,7 +109,8 @@ def test_a_leaked_grandchild_process_is_reported_with_its_command_line() -> None
         grandchild = int(child.stdout)
     try:
         processes = leaked.value.report.processes
-        assert list(processes) == [grandchild]
+        # another test's process that is still ending can be seen too (side-by-side runs)
+        assert grandchild in processes
         assert "# grandchild" in processes[grandchild]
     finally:
         os.kill(grandchild, signal.SIGKILL)
