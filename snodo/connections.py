@@ -154,10 +154,10 @@ def connect(
     (session era) decide what follows an end; ``on_state`` (a callable, queue or actor ref)
     receives every ``StateChange``; ``supervisor`` (a ``snodo.supervision.Supervisor`` ref; the
     process's connections supervisor by default) is where the connection's owner runs, as a
-    ``snodo.Fleet`` puts its servers under its own. See "Long-running programs" in the README.
+    ``snodo.Fleet`` puts its servers under its own. See "Long-running programs" in the API tour.
     ``name``
     (derived from ``target`` by default), ``log_level`` and ``log_handler``: the server's log
-    messages (``snodo.server_logs``; "Server log messages" in the README).
+    messages (``snodo.server_logs``; "Server log messages" in the API tour).
     """
     from snodo.transports.targets import Http, Sse, Stdio
 

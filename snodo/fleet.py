@@ -218,7 +218,7 @@ class _Jobs:
 
 class Fleet:
     """Many MCP servers from one ``mcpServers`` config (see the module docstring and "Fleets"
-    in the README).
+    in the API tour).
 
     ``start``: ``"eager"`` (the constructor returns once every server is ready or failed, within
     ``start_wait`` seconds) or ``"lazy"`` (a server starts on first use; listing the catalog is

@@ -1,14 +1,16 @@
-"""Every python block of the docs site runs as written (issue 23 item 2), against real servers.
+"""Every python block of the docs site and the README runs as written (issue 23 item 2), against
+real servers.
 
-Each page under ``docs/`` (the site's pages: not ``docs/decisions``) is one test. Its python
+Each page under ``docs/`` (the site's pages: not ``docs/decisions``), and ``README.md``, is one
+test. Its python
 blocks run in order in one namespace, in a fresh working directory whose ``python`` on ``PATH``
 is this interpreter, so ``snodo.Stdio("python", [...])`` starts a real server. A block with a
 file title (```` ```python title="notes_server.py" ````) is the file the page asks the reader to
 save: it is written to the working directory, not run. A block's ``# >`` lines are what it
 prints, and are checked. A page whose examples need a server the reader has elsewhere (an OAuth
 protected one) gets a real one from ``SETUP``, with the fewest textual substitutions
-(``substituted`` fails when the page's text changed). The README's blocks are run by
-``tests/test_readme_snippets.py``, with the same ``run``.
+(``substituted`` fails when the page's text changed). The API tour's pages (``TOUR_PAGES``)
+are run block by block by ``tests/test_tour_snippets.py``, with the same ``run``.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import pytest
 import snodo
 from tests.support import stdio_support as support
 from tests.support.stdio_support import PYTHON, ROOT
-from tests.test_readme_snippets import run, substituted
+from tests.test_tour_snippets import TOUR_PAGES, run, substituted
 
 DOCS = ROOT / "docs"
 
@@ -35,22 +37,31 @@ stdio_warm_up = support.stdio_warm_up
 stdio_no_leaks = support.stdio_no_leaks
 
 #: What under docs/ is not a page of the site (mkdocs.yml's exclude_docs).
-NOT_PAGES = ("decisions", "hooks", "internals.md", "readme-claims.md")
+NOT_PAGES = ("decisions", "hooks", "internals.md", "tour-claims.md")
 
 FENCE = re.compile(r"^```(?P<lang>\w*)(?P<info>[^\n]*)\n(?P<code>.*?)^```$", re.M | re.S)
 TITLE = re.compile(r'title="(?P<name>[^"]+)"')
 
 
 def pages() -> list[Path]:
-    """The site's Markdown pages that hold at least one python block."""
+    """The site's Markdown pages and the README, those that hold at least one python block
+    (the tour's pages aside: their own module runs them)."""
     found = []
-    for path in sorted(DOCS.rglob("*.md")):
-        relative = path.relative_to(DOCS)
-        if relative.parts[0] in NOT_PAGES:
+    for path in [*sorted(DOCS.rglob("*.md")), ROOT / "README.md"]:
+        if path.is_relative_to(DOCS) and path.relative_to(DOCS).parts[0] in NOT_PAGES:
+            continue
+        if path in TOUR_PAGES:
             continue
         if "```python" in path.read_text(encoding="utf-8"):
             found.append(path)
     return found
+
+
+def page_name(path: Path) -> str:
+    """A page's name: its path under ``docs/`` (``README.md`` for the README)."""
+    return (
+        path.relative_to(DOCS) if path.is_relative_to(DOCS) else path.relative_to(ROOT)
+    ).as_posix()
 
 
 def page_blocks(path: Path) -> list[tuple[int, str | None, str]]:
@@ -133,7 +144,7 @@ def close_all(namespace: dict[str, Any]) -> None:
 
 def run_page(path: Path) -> dict[str, Any]:
     """Run every block of ``path`` in order; the namespace they shared."""
-    name = path.relative_to(DOCS).as_posix()
+    name = page_name(path)
     namespace: dict[str, Any] = {"__name__": "docs"}
     setup = SETUP.get(name, lambda ns: contextlib.nullcontext([]))
     try:
@@ -156,17 +167,19 @@ def run_page(path: Path) -> dict[str, Any]:
     return namespace
 
 
-@pytest.mark.parametrize("page", pages(), ids=lambda p: p.relative_to(DOCS).as_posix())
+@pytest.mark.parametrize("page", pages(), ids=page_name)
 def test_page_examples(page: Path, workdir: Path) -> None:
     """The page's python blocks run in order; each prints what its ``# >`` lines say."""
     run_page(page)
 
 
 def test_every_page_with_examples_is_run() -> None:
-    """The pages with python blocks are the tutorial, guides, explanations and the home page;
-    a page listed in ``SETUP`` exists; every block of a page is run or written (none skipped)."""
-    names = {p.relative_to(DOCS).as_posix() for p in pages()}
+    """The pages with python blocks are the tutorial, guides, explanations, the home page and
+    the README; a page listed in ``SETUP`` exists; every block of a page is run or written (none
+    skipped); every page of the site with python blocks is run here or by the tour's module."""
+    names = {page_name(p) for p in pages()}
     assert {"index.md", "tutorial/index.md", "guides/daemon.md", "guides/oauth.md"} <= names
+    assert {"README.md", "guides/testing.md"} <= names
     assert set(SETUP) <= names
     for page in pages():
         text = page.read_text(encoding="utf-8")

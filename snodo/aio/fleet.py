@@ -27,7 +27,7 @@ T = TypeVar("T")
 
 
 class AsyncFleet:
-    """Many servers for asyncio code (see the module docstring and "Fleets" in the README)."""
+    """Many servers for asyncio code (see the module docstring and "Fleets" in the API tour)."""
 
     def __init__(self, fleet: Fleet, loop: asyncio.AbstractEventLoop, pool: WorkerPool) -> None:
         #: The sync fleet underneath: its states, catalog and supervision.

@@ -1,11 +1,12 @@
-"""The README's code blocks run as written (issue 18 item 4): each ``python`` block of the
-README, from "A tour of the API" to "Developing", is executed here against the servers the
-README sets up, and what it prints or leaves behind is checked. A block that names a server
-the reader has (``my_server.py``, ``my-server``, ``https://example.test/mcp``) runs against a
-real stand-in: a file of that name, a command of that name on ``PATH`` or a served Runtime,
-substituted textually (``substituted`` fails when the README's text changed). Every block
-must be listed here (``test_every_block_is_checked``). The map of README claims to tests is
-docs/readme-claims.md.
+"""The API tour's code blocks run as written (issue 18 item 4; the tour was the README's until
+issue 23 moved it to docs/tour.md and docs/guides/many-workers.md): each ``python`` block of
+those pages is executed here against the servers the page sets up, and what it prints or
+leaves behind is checked. A block that names a server the reader has (``my_server.py``,
+``my-server``, ``https://example.test/mcp``) runs against a real stand-in: a file of that name,
+a command of that name on ``PATH`` or a served Runtime, substituted textually (``substituted``
+fails when the page's text changed). Every block must be listed here
+(``test_every_block_is_checked``). The map of the tour's claims to tests is docs/tour-claims.md.
+The other pages' blocks (and the README's) run in tests/test_docs_examples.py.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ from snodo.server.http_server import HttpServer, serve_http
 from tests.support import stdio_support as support
 from tests.support.stdio_support import PYTHON, ROOT
 
-README = ROOT / "README.md"
+#: The pages whose blocks this module runs (test_docs_examples leaves them out).
+TOUR_PAGES = (ROOT / "docs" / "tour.md", ROOT / "docs" / "guides" / "many-workers.md")
 
 #: Autouse fixtures: process-wide parts started first; no child or fd left behind.
 stdio_warm_up = support.stdio_warm_up
@@ -42,34 +44,33 @@ stdio_no_leaks = support.stdio_no_leaks
 OTHERS = ("snodo.Sse", "notify(", "roots_changed", "validate_output", "2024-11-05", "2025-03-26")
 
 
-def blocks() -> list[tuple[int, str]]:
-    """The README's python blocks in scope: (line number, code)."""
-    text = README.read_text(encoding="utf-8")
-    start = text.index("\n## A tour of the API")
-    end = text.index("\n## Developing")
+def blocks() -> list[tuple[str, str]]:
+    """The tour pages' python blocks: (page:line, code)."""
     found = []
-    for match in re.finditer(r"^```python\n(.*?)^```$", text[start:end], re.M | re.S):
-        line = text[: start + match.start()].count("\n") + 2
-        found.append((line, match.group(1)))
+    for page in TOUR_PAGES:
+        text = page.read_text(encoding="utf-8")
+        for match in re.finditer(r"^```python\n(.*?)^```$", text, re.M | re.S):
+            line = text[: match.start()].count("\n") + 2
+            found.append((f"{page.name}:{line}", match.group(1)))
     return found
 
 
 def block(marker: str) -> str:
-    """The code of the one README block that contains ``marker``."""
+    """The code of the one tour block that contains ``marker``."""
     found = [code for _, code in blocks() if marker in code]
-    assert len(found) == 1, f"{len(found)} README python blocks contain {marker!r}"
+    assert len(found) == 1, f"{len(found)} tour python blocks contain {marker!r}"
     return found[0]
 
 
 def substituted(code: str, *pairs: tuple[str, str]) -> str:
     """``code`` with each ``old`` replaced by ``new``; each ``old`` must be in it."""
     for old, new in pairs:
-        assert old in code, f"the README block no longer contains {old!r}"
+        assert old in code, f"the block no longer contains {old!r}"
         code = code.replace(old, new)
     return code
 
 
-def run(code: str, namespace: dict[str, Any], name: str = "README.md") -> str:
+def run(code: str, namespace: dict[str, Any], name: str = "docs/tour.md") -> str:
     """Execute ``code`` in ``namespace``; what it printed."""
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
@@ -102,14 +103,14 @@ CHECKED = {
 
 
 def test_every_block_is_checked() -> None:
-    """Every python block of the README in scope is run by a test of this module."""
+    """Every python block of the tour pages is run by a test of this module."""
     unchecked = [
         line
         for line, code in blocks()
         if sum(marker in code for marker in CHECKED) != 1
         and not any(mark in code for mark in OTHERS)
     ]
-    assert not unchecked, f"README python blocks (by line) no test here runs: {unchecked}"
+    assert not unchecked, f"tour python blocks (page:line) no test here runs: {unchecked}"
     names = set(globals())
     assert all(test in names for test in CHECKED.values())
 
@@ -170,7 +171,7 @@ def test_connecting_block(monkeypatch: pytest.MonkeyPatch) -> None:
         return clients[-1]
 
     monkeypatch.setattr(snodo, "direct", direct)  # the clients the block opens, to check them
-    printed = run(code, {"__name__": "readme"})
+    printed = run(code, {"__name__": "tour"})
     monkeypatch.undo()
     try:
         assert printed == "2026-07-28\n"
@@ -416,7 +417,7 @@ def test_restart_block(monkeypatch: pytest.MonkeyPatch) -> None:
     """What a caller should do: the block runs from the repository's root and prints the
     tool's answer and the states connecting, ready, closed."""
     monkeypatch.chdir(ROOT)
-    namespace: dict[str, Any] = {"__name__": "readme"}
+    namespace: dict[str, Any] = {"__name__": "tour"}
     printed = run(block("on_state=states,"), namespace)
     lines = printed.splitlines()
     assert lines[0] == "hi"
@@ -557,7 +558,7 @@ def test_fleet_block(on_path: Path) -> None:
 def test_fleet_json_block() -> None:
     """Fleets: the block's JSON config is accepted as it is (variables set), and a missing
     variable is an error that names it."""
-    text = README.read_text(encoding="utf-8")
+    text = TOUR_PAGES[0].read_text(encoding="utf-8")
     found = re.search(r'^```json\n(\{\n  "mcpServers".*?)^```$', text, re.M | re.S)
     assert found is not None
     config = json.loads(found.group(1))
@@ -583,7 +584,7 @@ def add(args, ctx):
 
 
 def end_when_listened():
-    # The README block listens until the stream ends: list a change, then end the stream.
+    # The tour's block listens until the stream ends: list a change, then end the stream.
     deadline = time.monotonic() + 30.0
     while runtime.subscription_source.count == 0 and time.monotonic() < deadline:
         time.sleep(0.01)
@@ -611,7 +612,7 @@ def test_asyncio_block(on_path: Path) -> None:
             "        global sums\n        sums = await asyncio.gather(",
         ),
     )
-    namespace: dict[str, Any] = {"__name__": "readme", "seen": []}
+    namespace: dict[str, Any] = {"__name__": "tour", "seen": []}
     run(code, namespace)
     sums = namespace["sums"]
     assert [s["structuredContent"]["sum"] for s in sums] == list(range(1, 101))
@@ -633,7 +634,7 @@ def test_actor_block(on_path: Path) -> None:
         runpy.run_module("snodo.server", run_name="__main__")
         """,
     )
-    namespace: dict[str, Any] = {"__name__": "readme"}
+    namespace: dict[str, Any] = {"__name__": "tour"}
     run(block("from snodo.actors import start_client"), namespace)
     sums = namespace["sums"]
     assert [s["structuredContent"]["sum"] for s in sums] == [2 * i for i in range(20)]

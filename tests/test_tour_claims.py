@@ -1,10 +1,11 @@
-"""README claims that no other test checked (issue 18 item 4): the connect options table is
+"""Claims of the API tour (docs/tour.md) that no other test checked (issue 18 item 4, moved from
+the README by issue 23): the connect options table is
 every keyword of ``connect`` and ``direct`` with its default, the logging table names every
 logger snodo logs to, owners (interpreter exit, a dropped client, the owner-ended error),
 state (``repr``, a full ``on_state`` queue), what snodo writes (never stdout, never logging's
 configuration), a stdio server's stderr lines, the asyncio worker pool and uvloop, a fleet's
-shared names, and an async subscription read to its end. The map of every README claim to
-its test is docs/readme-claims.md; the README's code blocks run in tests/test_readme_snippets.py.
+shared names, and an async subscription read to its end. The map of every claim of the tour to
+its test is docs/tour-claims.md; the tour's code blocks run in tests/test_tour_snippets.py.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from snodo.supervision.owner import green_mode
 from tests.support import stdio_support as support
 from tests.support.stdio_support import PYTHON, ROOT, wait_until
 
-README = ROOT / "README.md"
+TOUR = ROOT / "docs" / "tour.md"
 LATEST = "2026-07-28"
 
 #: Autouse fixtures: process-wide parts started first; no child or fd left behind.
@@ -45,8 +46,8 @@ stdio_no_leaks = support.stdio_no_leaks
 
 
 def section(title: str) -> str:
-    """The README's text under ``title`` (a heading line), up to the next heading."""
-    text = README.read_text(encoding="utf-8")
+    """The tour's text under ``title`` (a heading line), up to the next heading."""
+    text = TOUR.read_text(encoding="utf-8")
     start = text.index(f"\n{title}\n") + len(title) + 2
     end = re.search(r"^#{2,3} ", text[start:], re.M)
     return text[start : start + end.start()] if end else text[start:]
@@ -81,7 +82,7 @@ def parameters(opener: Any, first: str) -> dict[str, Any]:
 
 
 def test_every_keyword_of_connect_and_direct_is_in_the_options_table() -> None:
-    """README: "Every keyword of connect and direct is in the connect options below", and
+    """The tour: "Every keyword of connect and direct is in the connect options below", and
     ``direct`` takes exactly those marked "both"."""
     documented = documented_options()
     assert set(parameters(snodo.connect, "target")) == set(documented)
@@ -131,7 +132,7 @@ def test_the_derived_defaults_are_what_the_table_says() -> None:
 
 
 def test_every_logger_snodo_names_is_in_the_logging_table() -> None:
-    """README Logging: the table says what each logger says; every logger name in snodo's
+    """The tour's Logging: the table says what each logger says; every logger name in snodo's
     source is in it (itself, or a parent's row)."""
     named = set(re.findall(r"`(snodo[\w.<>]*)`", section("### Logging")))
     found: set[str] = set()
@@ -145,7 +146,7 @@ def test_every_logger_snodo_names_is_in_the_logging_table() -> None:
         for name in found
         if not any(name == row or name.startswith(row + ".") for row in named)
     )
-    assert not missing, f"loggers the README's logging table does not name: {missing}"
+    assert not missing, f"loggers the tour's logging table does not name: {missing}"
 
 
 # -- owners and state ----------------------------------------------------------------------
