@@ -1,11 +1,16 @@
-"""stdio ``tools/call`` rates and memory per idle connection: snodo versus the official SDK clients.
+"""stdio ``tools/call`` rates and memory per idle connection: snodo versus the floor and the SDK clients.
 
     python benchmarks/stdio.py [--calls 2000] [--concurrent-calls 3200] [--rounds 5]
-                               [--connections 100] [--memory-rounds 3]
+                               [--connections 100] [--memory-rounds 3] [--skip-ts]
+    python benchmarks/stdio.py --rounds 1 --memory-rounds 0      # a quick look: every rate row once
 
 Every client talks to the same tiny raw server, ``benchmarks/_echo_server.py`` (stdlib json, one
 ``echo`` tool), started with this interpreter, so the client is the bottleneck. Clients:
 
+* floor: no library (``benchmarks/_stdio_floor.py``): the bytes snodo sends for the version,
+  ``json.dumps``/``os.write``/``os.read``/``json.loads`` and a check per call; sequential in a bare
+  loop, and 16 caller threads with one reader thread handing each reply by id to its caller's
+  queue. The ceiling for a CPython client on this machine at that moment.
 * snodo: ``snodo.connect(snodo.Stdio(python, [_echo_server.py]), protocol=...)``; the concurrent
   callers are 16 threads sharing the one client.
 * mcp 2.3.0 (the official Python SDK): ``mcp.Client(StdioServerParameters(...))`` inside
@@ -15,10 +20,14 @@ Every client talks to the same tiny raw server, ``benchmarks/_echo_server.py`` (
   ``node benchmarks/ts/bench.mjs``; the concurrent callers are 16 async workers on one client.
   ``npm ci`` runs in benchmarks/ts when node_modules is missing; without node or npm the row is
   skipped with a message.
+* The TypeScript client v2 (``@modelcontextprotocol/client``, pinned in
+  benchmarks/ts2/package-lock.json): ``node benchmarks/ts2/bench.mjs``, as benchmarks/aio.py runs
+  it; 16 concurrent promises on one client; skipped like the 1.x client.
 
-The comparison protocol is **2025-11-25** (the initialize handshake): the TS SDK 1.x speaks no
-later version, so all three clients do the same work there. snodo and mcp are also measured on
-2026-07-28 (pinned: no probe; every request carries the ``_meta`` envelope), TS has no row there.
+Both protocol versions: **2025-11-25** (the initialize handshake), which every client speaks, and
+2026-07-28 (pinned: no probe; every request carries the ``_meta`` envelope) for every client but
+the TS SDK 1.x, which speaks nothing later (the v2 client pinned to it sends one
+``server/discover`` at connect).
 
 Rates: each measurement runs in a fresh subprocess: connect, check one answer, ``--warmup``
 untimed calls, ``--calls`` sequential calls, then ``--concurrent-calls`` calls spread over 16
@@ -30,17 +39,16 @@ Memory: in a fresh subprocess, open one warm-up client and make a call; then ope
 divided by the number of connections (servers are other processes and excluded), with the OS
 threads and file descriptors it holds per connection.
 
-Targets: snodo ahead of both peers on both rates (2025-11-25), and at most 24 KiB of RSS per
-idle connection.
+Targets (issue 19), per version: snodo at least 0.8x the floor sequentially and 0.7x with 16
+callers, its client CPU per call at most 2x the floor's (both shapes), ahead of every peer on
+both rates; and at most 24 KiB of RSS per idle connection.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -49,30 +57,41 @@ from pathlib import Path
 from typing import Any
 
 from _common import cpu_seconds, footprint, machine, run_json, spread, version_of
+from _node import (
+    TS2_DIR,
+    TS2_PACKAGE,
+    TS_DIR,
+    TS_PACKAGE,
+    node_version,
+    npm_ready,
+    package_version,
+    ts2_command,
+    ts2_outcome,
+)
+from _ratios import Medians, ratio_lines
+
+__all__ = ["main", "node_version"]  # benchmarks/aio.py imports node_version from here
 
 HERE = Path(__file__).resolve().parent
 ECHO_SERVER = HERE / "_echo_server.py"
-TS_DIR = HERE / "ts"
 TEXT = "hi"
 CONCURRENCY = 16
 TARGET_KIB_PER_CONNECTION = 24.0
-SHARED = "2025-11-25"  # the protocol all three clients speak
-
+SHARED = "2025-11-25"  # the protocol every client speaks (memory is measured there)
+VERSIONS = ("2025-11-25", "2026-07-28")
+#: the clients of each version, the floor first; rounds interleave them in this order
+CLIENTS: dict[str, tuple[str, ...]] = {
+    "2025-11-25": ("floor", "snodo", "mcp", "ts", "ts2"),
+    "2026-07-28": ("floor", "snodo", "mcp", "ts2"),  # the TS SDK 1.x speaks nothing later
+}
+PEERS = ("mcp", "ts", "ts2")
 #: case name -> (client, protocol version)
 RATE_CASES: dict[str, tuple[str, str]] = {
-    "snodo 2025-11-25": ("snodo", "2025-11-25"),
-    "mcp 2025-11-25": ("mcp", "2025-11-25"),
-    "ts 2025-11-25": ("ts", "2025-11-25"),
-    "snodo 2026-07-28": ("snodo", "2026-07-28"),
-    "mcp 2026-07-28": ("mcp", "2026-07-28"),
+    f"{client} {version}": (client, version) for version in VERSIONS for client in CLIENTS[version]
 }
-#: (ours, peer) pairs whose ratios are printed; the first two carry the rate targets.
-RATE_PAIRS = [
-    ("snodo 2025-11-25", "mcp 2025-11-25"),
-    ("snodo 2025-11-25", "ts 2025-11-25"),
-    ("snodo 2026-07-28", "mcp 2026-07-28"),
-]
-TARGET_PAIRS = RATE_PAIRS[:2]
+#: snodo / floor at least this: (sequential, 16 callers); and its CPU per call at most CPU x
+TARGET_FLOOR = (0.8, 0.7)
+TARGET_CPU = 2.0
 MEMORY_CASES = ["snodo", "mcp", "ts"]
 
 
@@ -261,8 +280,13 @@ def worker(kind: str, case: str, args: argparse.Namespace) -> int:
     outcome: dict[str, Any]
     if kind == "rates":
         client, version = RATE_CASES[case]
-        run = snodo_rates if client == "snodo" else mcp_rates
-        outcome = run(version, args.calls, args.concurrent_calls, args.warmup)
+        if client == "floor":
+            from _stdio_floor import rates
+
+            outcome = rates(version, args.calls, args.concurrent_calls, args.warmup, CONCURRENCY)
+        else:
+            run = snodo_rates if client == "snodo" else mcp_rates
+            outcome = run(version, args.calls, args.concurrent_calls, args.warmup)
     elif kind == "heap":
         outcome = snodo_memory(args.connections, traced=True)
     else:
@@ -273,32 +297,17 @@ def worker(kind: str, case: str, args: argparse.Namespace) -> int:
     return 0
 
 
-# -- the TypeScript client ----------------------------------------------------------------------
+# -- the TypeScript clients --------------------------------------------------------------------
 
 
-def ts_ready() -> str | None:
-    """None when ``node benchmarks/ts/bench.mjs`` can run (``npm ci`` first if needed); else why not."""
-    if shutil.which("node") is None:
-        return "node is not installed"
-    if (TS_DIR / "node_modules" / "@modelcontextprotocol" / "sdk").is_dir():
-        return None
-    if shutil.which("npm") is None:
-        return "npm is not installed (needed once for npm ci in benchmarks/ts)"
-    try:
-        done = subprocess.run(
-            ["npm", "ci", "--no-audit", "--no-fund"],
-            cwd=TS_DIR,
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        return "npm ci in benchmarks/ts timed out"
-    if done.returncode != 0:
-        lines = done.stderr.strip().splitlines() or [f"exit status {done.returncode}"]
-        return f"npm ci in benchmarks/ts failed: {lines[-1]}"
-    return None
+def ts_ready() -> dict[str, str]:
+    """client -> why its rows are skipped, for the TS clients that cannot run."""
+    skipped = {}
+    for client, directory, package in (("ts", TS_DIR, TS_PACKAGE), ("ts2", TS2_DIR, TS2_PACKAGE)):
+        why_not = npm_ready(directory, package)
+        if why_not is not None:
+            skipped[client] = why_not
+    return skipped
 
 
 def ts_command(kind: str, args: argparse.Namespace) -> list[str]:
@@ -306,32 +315,24 @@ def ts_command(kind: str, args: argparse.Namespace) -> list[str]:
     script = str(TS_DIR / "bench.mjs")
     if kind == "rates":
         counts = [args.calls, args.concurrent_calls, args.warmup, CONCURRENCY]
-        return ["node", script, "rates", *map(str, counts), command, *server_args]
+        return ["node", script, "rates", *map(str, counts), "stdio", command, *server_args]
     return ["node", "--expose-gc", script, "memory", str(args.connections), command, *server_args]
 
 
 # -- the driver ---------------------------------------------------------------------------------
 
 
-def ts_sdk_version() -> str:
-    try:
-        with open(TS_DIR / "node_modules/@modelcontextprotocol/sdk/package.json") as package:
-            return str(json.load(package)["version"])
-    except (OSError, ValueError, KeyError):
-        return "not installed"
-
-
-def node_version() -> str:
-    if shutil.which("node") is None:
-        return "not installed"
-    done = subprocess.run(["node", "--version"], capture_output=True, text=True, check=False)
-    return done.stdout.strip() or "unknown"
-
-
 def measure(kind: str, case: str, args: argparse.Namespace) -> dict[str, Any] | str:
     client = RATE_CASES[case][0] if kind == "rates" else case
     if client == "ts":
         return run_json(ts_command(kind, args))
+    if client == "ts2":
+        command, server_args = server_command()
+        counts = (args.calls, args.concurrent_calls, args.warmup)
+        target = ["stdio", command, *server_args]
+        return ts2_outcome(
+            run_json(ts2_command(RATE_CASES[case][1], counts, CONCURRENCY, target)), CONCURRENCY
+        )
     command = [sys.executable, __file__, "--worker", kind, case]
     command += ["--calls", str(args.calls), "--concurrent-calls", str(args.concurrent_calls)]
     command += ["--warmup", str(args.warmup), "--connections", str(args.connections)]
@@ -339,7 +340,7 @@ def measure(kind: str, case: str, args: argparse.Namespace) -> dict[str, Any] | 
 
 
 def report_rates(args: argparse.Namespace, skipped: dict[str, str]) -> bool:
-    """Measure and print the rates; True if a snodo case failed."""
+    """Measure and print the rates and the ratios; True if a snodo or floor case failed."""
     cases = [c for c in RATE_CASES if RATE_CASES[c][0] not in skipped]
     seq: dict[str, list[float]] = {c: [] for c in cases}
     conc: dict[str, list[float]] = {c: [] for c in cases}
@@ -365,7 +366,7 @@ def report_rates(args: argparse.Namespace, skipped: dict[str, str]) -> bool:
         f"{'case':<17} {'negotiated':<11} {'sequential calls/s min / median / max':>37} "
         f"{'µs cpu':>7}  {'16 concurrent calls/s min / median / max':>40} {'µs cpu':>7}"
     )
-    medians: dict[str, tuple[float, float]] = {}
+    medians: dict[str, Medians] = {}
     for case in RATE_CASES:
         client = RATE_CASES[case][0]
         if client in skipped:
@@ -374,26 +375,22 @@ def report_rates(args: argparse.Namespace, skipped: dict[str, str]) -> bool:
         if case in errors:
             print(f"{case:<17} failed: {errors[case]}")
             continue
-        medians[case] = (statistics.median(seq[case]), statistics.median(conc[case]))
+        medians[case] = Medians(
+            statistics.median(seq[case]),
+            statistics.median(conc[case]),
+            statistics.median(seq_cpu[case]),
+            statistics.median(conc_cpu[case]),
+        )
         print(
             f"{case:<17} {negotiated[case]:<11} {spread(seq[case], lambda v: f'{v:,.0f}'):>37} "
-            f"{statistics.median(seq_cpu[case]):7.0f}  "
+            f"{medians[case].seq_cpu:7.0f}  "
             f"{spread(conc[case], lambda v: f'{v:,.0f}'):>40} "
-            f"{statistics.median(conc_cpu[case]):7.0f}"
+            f"{medians[case].conc_cpu:7.0f}"
         )
-
     print()
-    for ours, peer in RATE_PAIRS:
-        if ours not in medians or peer not in medians:
-            print(f"ratio {ours} / {peer}: n/a")
-            continue
-        ratios = [medians[ours][i] / medians[peer][i] for i in (0, 1)]
-        line = f"ratio {ours} / {peer}: sequential {ratios[0]:.2f}x, concurrent {ratios[1]:.2f}x"
-        if (ours, peer) in TARGET_PAIRS:
-            verdict = "met" if min(ratios) > 1.0 else "NOT met"
-            line += f" (target > 1x on both: {verdict})"
+    for line in ratio_lines(medians, RATE_CASES, VERSIONS, PEERS, TARGET_FLOOR, TARGET_CPU):
         print(line)
-    return any(RATE_CASES[case][0] == "snodo" for case in errors)
+    return any(RATE_CASES[case][0] in ("snodo", "floor") for case in errors)
 
 
 def report_memory(args: argparse.Namespace, skipped: dict[str, str]) -> bool:
@@ -471,31 +468,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5, help="rate rounds (one subprocess each)")
     parser.add_argument("--connections", type=int, default=100, help="idle connections to hold")
     parser.add_argument("--memory-rounds", type=int, default=3, help="memory runs per client")
-    parser.add_argument("--skip-ts", action="store_true", help="leave the TypeScript client out")
+    parser.add_argument("--skip-ts", action="store_true", help="leave both TypeScript clients out")
     parser.add_argument("--worker", nargs=2, metavar=("KIND", "CASE"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         return worker(args.worker[0], args.worker[1], args)
 
-    skipped: dict[str, str] = {}
-    why_not = "--skip-ts" if args.skip_ts else ts_ready()
-    if why_not is not None:
-        skipped["ts"] = why_not
+    skipped = {"ts": "--skip-ts", "ts2": "--skip-ts"} if args.skip_ts else ts_ready()
 
     print("stdio tools/call round trips against benchmarks/_echo_server.py (raw, stdlib json)")
     print(f"machine: {machine()}")
     print(
         f"snodo {version_of('snodo')}, mcp {version_of('mcp')}, "
-        f"@modelcontextprotocol/sdk {ts_sdk_version()} (node {node_version()})"
+        f"{TS_PACKAGE} {package_version(TS_DIR, TS_PACKAGE)}, "
+        f"{TS2_PACKAGE} {package_version(TS2_DIR, TS2_PACKAGE)} (node {node_version()})"
     )
     print(
         f"{args.rounds} rounds x ({args.calls} sequential calls, then {args.concurrent_calls} calls "
         f"over {CONCURRENCY} concurrent callers) after {args.warmup} warm-up calls; "
-        f"comparison protocol {SHARED}"
+        f"both protocol versions; memory on {SHARED}"
     )
     print("µs cpu: the client process's CPU time per call (median)\n")
     rates_failed = report_rates(args, skipped)
-    memory_failed = report_memory(args, skipped)
+    memory_failed = False
+    if args.memory_rounds > 0:
+        memory_failed = report_memory(args, skipped)
+    else:
+        print("\nmemory per idle connection: skipped (--memory-rounds 0)")
     return 1 if rates_failed or memory_failed else 0
 
 
