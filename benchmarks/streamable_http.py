@@ -1,9 +1,12 @@
-"""Streamable HTTP ``tools/call`` rates and memory per idle connection: snodo versus the SDK client.
+"""Streamable HTTP ``tools/call`` rates and memory per idle connection: snodo versus the floor and
+the SDK clients.
 
     python benchmarks/streamable_http.py [--rounds 3] [--calls 500] [--concurrent-calls 800]
                                          [--fast-calls 2000] [--fast-concurrent-calls 3200]
+                                         [--ts-rounds 2] [--ts-calls 500] [--ts-concurrent-calls 800]
                                          [--connections 1000] [--sdk-connections 100]
-                                         [--memory-rounds 3] [--servers sdk,fast,snodo]
+                                         [--memory-rounds 3] [--servers sdk,fast,snodo] [--skip-ts]
+    python benchmarks/streamable_http.py --rounds 1 --ts-rounds 1 --memory-rounds 0   # a quick look
 
 (Not ``benchmarks/http.py``: Python puts the script's directory first on ``sys.path``, so a file
 named ``http.py`` there would shadow the standard library's ``http`` package in every benchmark
@@ -19,6 +22,17 @@ Clients (each measurement in a fresh subprocess):
   ``mode="legacy"`` (2025-11-25); the 16 concurrent callers are 16 anyio tasks on the one session.
   For rates the shared-httpx variant is the same thing (one Client, one httpx client); it differs
   in memory only, where it has its own row.
+* floor (against the fast server only): no library (``benchmarks/_http_floor.py``): a raw
+  keep-alive socket, the request head and body snodo sends for the version, ``json.loads`` and a
+  check per call; sequential on one connection, and 16 threads each with its own connection. The
+  ceiling for a CPython client on this machine at that moment.
+* ts, ts2 (against the fast server only): the TypeScript SDK 1.x (``@modelcontextprotocol/sdk``,
+  ``node benchmarks/ts/bench.mjs``; 2025-11-25 only, it speaks nothing later) and the v2 client
+  (``@modelcontextprotocol/client``, ``node benchmarks/ts2/bench.mjs``, as benchmarks/aio.py runs
+  it; both versions), their Streamable HTTP transports with their defaults, 16 concurrent
+  promises on one client. They are slow (about 1-3 ms of CPU per call), so they make
+  ``--ts-calls``/``--ts-concurrent-calls`` calls in ``--ts-rounds`` rounds. Skipped with a
+  message without node or the packages (``npm ci`` runs once when node_modules is missing).
 
 Servers, each started once by this script and shared by all rounds (client and server share the
 machine's cores):
@@ -38,7 +52,7 @@ The servers' listening sockets are created with ``proto=IPPROTO_TCP``: asyncio s
 only on sockets whose proto says TCP, and uvicorn given a socket made with proto 0 answers every
 keep-alive request ~40 ms late (the Nagle trap of the research notes, section 4E).
 
-Both versions are measured for both clients: 2026-07-28 (pinned: no probe; each call is one
+Both versions are measured for every client but the TS SDK 1.x: 2026-07-28 (pinned: no probe; each call is one
 self-contained POST) and 2025-11-25 (initialize, then calls on the session; DELETE at close).
 
 Rates: connect, check one answer, ``--warmup`` untimed calls, the sequential calls, then the
@@ -46,9 +60,11 @@ concurrent calls spread over 16 callers (``--calls``/``--concurrent-calls`` agai
 snodo's servers, ``--fast-calls``/``--fast-concurrent-calls`` against the fast one; both clients
 do the same work). Rounds interleave the cases. Reported: calls/s min / median / max, the
 client's CPU per call (its own process, all threads; the server excluded), the ratio snodo / mcp
-of the medians and the ratio of the sequential CPU per call. Target: snodo at least 3x the SDK
-client's rates. Against the SDK's server that cannot hold (the server, not the client, sets the
-pace), so the verdict is printed for the fast server only.
+of the medians and the ratio of the sequential CPU per call. Targets, against the fast server:
+snodo at least 3x the SDK client's rates and ahead of both TS clients; at least 0.7x the floor
+sequentially and 0.5x with 16 callers, with at most 2x its client CPU per call (issue 19).
+Against the SDK's server they cannot hold (the server, not the client, sets the pace), so no
+verdict is printed there.
 
 Memory: in a fresh subprocess, one warm-up client makes a call; then ``--connections`` more
 snodo clients (2026-07-28, so nothing stays open per client: no session, no stream) each make
@@ -76,6 +92,18 @@ from pathlib import Path
 from typing import Any
 
 from _common import cpu_seconds, footprint, machine, read_port, run_json, spread, stop, version_of
+from _node import (
+    TS2_DIR,
+    TS2_PACKAGE,
+    TS_DIR,
+    TS_PACKAGE,
+    node_version,
+    npm_ready,
+    package_version,
+    ts2_command,
+    ts2_outcome,
+)
+from _ratios import Medians, ratio_lines
 
 HERE = Path(__file__).resolve().parent
 FAST_SERVER = HERE / "_http_echo_server.py"
@@ -93,6 +121,17 @@ SERVERS = {
 }
 VERSIONS = ("2026-07-28", "2025-11-25")
 CLIENTS = ("snodo", "mcp")
+#: the fast server's clients per version, the floor first; rounds interleave them in this order
+FAST_CLIENTS: dict[str, tuple[str, ...]] = {
+    "2026-07-28": ("floor", "snodo", "mcp", "ts2"),  # the TS SDK 1.x speaks nothing later
+    "2025-11-25": ("floor", "snodo", "mcp", "ts", "ts2"),
+}
+TS_CLIENTS = ("ts", "ts2")
+#: snodo / peer at least this on the fast server (1.0: ahead)
+PEERS = {"mcp": TARGET_RATIO, "ts": 1.0, "ts2": 1.0}
+#: snodo / floor at least this: (sequential, 16 callers); its CPU per call at most CPU x
+TARGET_FLOOR = (0.7, 0.5)
+TARGET_CPU = 2.0
 MEMORY_CASES = {
     "snodo": "snodo",
     "mcp": "mcp (default client: one httpx client each)",
@@ -383,8 +422,14 @@ def worker(kind: str, case: str, args: argparse.Namespace) -> int:
     outcome: dict[str, Any]
     if kind == "rates":
         client, version = case.split()
-        run = snodo_rates if client == "snodo" else mcp_rates
-        outcome = run(args.url, version, args.calls, args.concurrent_calls, args.warmup)
+        if client == "floor":
+            from _http_floor import rates
+
+            counts = (args.calls, args.concurrent_calls, args.warmup)
+            outcome = rates(args.url, version, *counts, CONCURRENCY)
+        else:
+            run = snodo_rates if client == "snodo" else mcp_rates
+            outcome = run(args.url, version, args.calls, args.concurrent_calls, args.warmup)
     elif case == "snodo":
         outcome = snodo_memory(args.url, args.connections)
     else:
@@ -399,6 +444,15 @@ def worker(kind: str, case: str, args: argparse.Namespace) -> int:
 def measure_rates(
     url: str, case: str, calls: int, concurrent_calls: int, warmup: int
 ) -> dict[str, Any] | str:
+    client, version = case.split()
+    if client == "ts":
+        counts = [calls, concurrent_calls, warmup, CONCURRENCY]
+        script = str(TS_DIR / "bench.mjs")
+        return run_json(["node", script, "rates", *map(str, counts), "http", url])
+    if client == "ts2":
+        counts = (calls, concurrent_calls, warmup)
+        got = run_json(ts2_command(version, counts, CONCURRENCY, ["http", url]))
+        return ts2_outcome(got, CONCURRENCY)
     command = [sys.executable, __file__, "--worker", "rates", case, "--url", url]
     command += ["--calls", str(calls), "--concurrent-calls", str(concurrent_calls)]
     command += ["--warmup", str(warmup)]
@@ -411,10 +465,17 @@ def measure_memory(url: str, case: str, connections: int) -> dict[str, Any] | st
     return run_json(command)
 
 
-def report_rates(args: argparse.Namespace, urls: dict[str, str]) -> bool:
-    """Measure and print the rates per server; True if a snodo case failed."""
-    cases = [(server, f"{client} {version}") for server in urls for version in VERSIONS
-             for client in CLIENTS]  # fmt: skip
+def server_cases(server: str) -> list[tuple[str, str]]:
+    """(server, case name) for every row against ``server``, in the order rounds run them."""
+    if server == "fast":
+        return [(server, f"{c} {v}") for v in VERSIONS for c in FAST_CLIENTS[v]]
+    return [(server, f"{c} {v}") for v in VERSIONS for c in CLIENTS]
+
+
+def report_rates(args: argparse.Namespace, urls: dict[str, str], skipped: dict[str, str]) -> bool:
+    """Measure and print the rates per server; True if a snodo or floor case failed."""
+    every = [case for server in urls for case in server_cases(server)]
+    cases = [case for case in every if case[1].split()[0] not in skipped]
     seq: dict[tuple[str, str], list[float]] = {c: [] for c in cases}
     conc: dict[tuple[str, str], list[float]] = {c: [] for c in cases}
     seq_cpu: dict[tuple[str, str], list[float]] = {c: [] for c in cases}
@@ -422,17 +483,21 @@ def report_rates(args: argparse.Namespace, urls: dict[str, str]) -> bool:
     negotiated: dict[tuple[str, str], str] = {}
     errors: dict[tuple[str, str], str] = {}
 
-    def work(server: str) -> tuple[int, int]:
+    def work(server: str, client: str) -> tuple[int, int]:
+        if client in TS_CLIENTS:
+            return args.ts_calls, args.ts_concurrent_calls
         if server == "sdk" or server == "snodo":
             return args.calls, args.concurrent_calls
         return args.fast_calls, args.fast_concurrent_calls
 
-    for _ in range(args.rounds):
+    for round_number in range(max(args.rounds, args.ts_rounds)):
         for case in cases:
-            if case in errors:
-                continue
             server, name = case
-            calls, concurrent_calls = work(server)
+            client = name.split()[0]
+            wanted = args.ts_rounds if client in TS_CLIENTS else args.rounds
+            if case in errors or round_number >= wanted:
+                continue
+            calls, concurrent_calls = work(server, client)
             got = measure_rates(urls[server], name, calls, concurrent_calls, args.warmup)
             if isinstance(got, str):
                 errors[case] = got
@@ -445,48 +510,66 @@ def report_rates(args: argparse.Namespace, urls: dict[str, str]) -> bool:
 
     failed = False
     for server in urls:
-        calls, concurrent_calls = work(server)
+        calls, concurrent_calls = work(server, "snodo")
         print(f"server: {SERVERS[server]}")
+        extra = ""
+        if server == "fast":
+            extra = (
+                f"; ts and ts2: {args.ts_calls} and {args.ts_concurrent_calls}, "
+                f"{args.ts_rounds} rounds"
+            )
         print(
             f"  ({calls} sequential calls, then {concurrent_calls} over {CONCURRENCY} "
-            "concurrent callers)"
+            f"concurrent callers{extra})"
         )
         print(
             f"{'case':<17} {'negotiated':<11} {'sequential calls/s min / median / max':>37} "
             f"{'µs cpu':>7}  {'16 concurrent calls/s min / median / max':>40} {'µs cpu':>7}"
         )
-        medians: dict[str, tuple[float, float]] = {}
-        for case in [c for c in cases if c[0] == server]:
+        medians: dict[str, Medians] = {}
+        for case in server_cases(server):
             name = case[1]
+            client = name.split()[0]
+            if client in skipped:
+                print(f"{name:<17} skipped: {skipped[client]}")
+                continue
             if case in errors:
                 print(f"{name:<17} failed: {errors[case]}")
-                failed = failed or name.startswith("snodo")
+                failed = failed or client in ("snodo", "floor")
                 continue
-            medians[name] = (statistics.median(seq[case]), statistics.median(conc[case]))
+            medians[name] = Medians(
+                statistics.median(seq[case]),
+                statistics.median(conc[case]),
+                statistics.median(seq_cpu[case]),
+                statistics.median(conc_cpu[case]),
+            )
             print(
                 f"{name:<17} {negotiated[case]:<11} "
                 f"{spread(seq[case], lambda v: f'{v:,.0f}'):>37} "
-                f"{statistics.median(seq_cpu[case]):7.0f}  "
+                f"{medians[name].seq_cpu:7.0f}  "
                 f"{spread(conc[case], lambda v: f'{v:,.0f}'):>40} "
-                f"{statistics.median(conc_cpu[case]):7.0f}"
+                f"{medians[name].conc_cpu:7.0f}"
             )
+        if server == "fast":
+            names = [name for _, name in server_cases(server)]
+            for line in ratio_lines(medians, names, VERSIONS, PEERS, TARGET_FLOOR, TARGET_CPU):
+                print(line)
+            print()
+            continue
         for version in VERSIONS:
             ours, peer = f"snodo {version}", f"mcp {version}"
             if ours not in medians or peer not in medians:
                 print(f"ratio {ours} / {peer}: n/a")
                 continue
-            ratios = [medians[ours][i] / medians[peer][i] for i in (0, 1)]
-            cpu = statistics.median(seq_cpu[(server, peer)]) / statistics.median(
-                seq_cpu[(server, ours)]
-            )
-            if server == "fast":
-                verdict = "met" if min(ratios) >= TARGET_RATIO else "NOT met"
-                target = f"target >= {TARGET_RATIO:.0f}x on both: {verdict}"
-            else:
-                target = "no target: the server sets the pace"
+            ratios = [
+                medians[ours].seq / medians[peer].seq,
+                medians[ours].conc / medians[peer].conc,
+            ]
+            cpu = medians[peer].seq_cpu / medians[ours].seq_cpu
             print(
                 f"ratio {ours} / {peer}: sequential {ratios[0]:.2f}x, concurrent "
-                f"{ratios[1]:.2f}x ({target}); client CPU per call mcp / snodo {cpu:.2f}x"
+                f"{ratios[1]:.2f}x (no target: the server sets the pace); "
+                f"client CPU per call mcp / snodo {cpu:.2f}x"
             )
         print()
     return failed
@@ -554,6 +637,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--fast-concurrent-calls", type=int, default=3200, help="calls over 16 callers (fast)"
     )
+    parser.add_argument("--ts-calls", type=int, default=500, help="sequential calls (ts, ts2)")
+    parser.add_argument(
+        "--ts-concurrent-calls", type=int, default=800, help="calls over 16 callers (ts, ts2)"
+    )
+    parser.add_argument("--ts-rounds", type=int, default=2, help="rate rounds for ts and ts2")
+    parser.add_argument("--skip-ts", action="store_true", help="leave both TypeScript clients out")
     parser.add_argument("--warmup", type=int, default=50, help="untimed calls first")
     parser.add_argument("--rounds", type=int, default=3, help="rate rounds (one subprocess each)")
     parser.add_argument("--connections", type=int, default=1000, help="idle snodo clients")
@@ -579,11 +668,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown servers: {', '.join(unknown)}")
 
-    print("Streamable HTTP tools/call round trips: snodo versus the official SDK client")
+    skipped: dict[str, str] = {}
+    for client, directory, package in (("ts", TS_DIR, TS_PACKAGE), ("ts2", TS2_DIR, TS2_PACKAGE)):
+        why_not = "--skip-ts" if args.skip_ts else npm_ready(directory, package)
+        if why_not is not None:
+            skipped[client] = why_not
+
+    print("Streamable HTTP tools/call round trips: snodo versus the floor and the SDK clients")
     print(f"machine: {machine()}")
     print(
         f"snodo {version_of('snodo')} (own HTTP/1.1 client), mcp {version_of('mcp')}, "
-        f"httpx2 {version_of('httpx2')}, uvicorn {version_of('uvicorn')}"
+        f"httpx2 {version_of('httpx2')}, uvicorn {version_of('uvicorn')}, "
+        f"{TS_PACKAGE} {package_version(TS_DIR, TS_PACKAGE)}, "
+        f"{TS2_PACKAGE} {package_version(TS2_DIR, TS2_PACKAGE)} (node {node_version()})"
     )
     print(
         f"{args.rounds} rounds per case after {args.warmup} warm-up calls; client and server "
@@ -597,9 +694,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     with running_servers(kinds) as (urls, failed_servers):
         for kind, why in failed_servers.items():
             print(f"server {kind} did not start: {why}\n")
-        rates_failed = report_rates(args, urls)
+        rates_failed = report_rates(args, urls, skipped)
         memory_failed = False
-        if "fast" in urls:
+        if args.memory_rounds <= 0:
+            print("memory: skipped (--memory-rounds 0)")
+        elif "fast" in urls:
             memory_failed = report_memory(args, urls["fast"])
         else:
             print("memory: skipped (needs the fast server)")
