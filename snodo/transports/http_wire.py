@@ -124,6 +124,15 @@ class Response:
         """True once the whole body has been read."""
         return self._done
 
+    @property
+    def buffered(self) -> bool:
+        """True when the rest of the body is already in memory, so no read can block (a JSON
+        answer read with its head in one ``recv``): reading it needs no deadline timer."""
+        conn = self._conn
+        if self._done or conn is None:
+            return True
+        return self._mode == "length" and not self._decoded and len(conn.buf) >= self._left
+
     def read1(self, amt: int = RECV_SIZE) -> bytes:
         """Up to ``amt`` body bytes, waiting for at least one (b"" at the end of the body)."""
         if self._decoded:

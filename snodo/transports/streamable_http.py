@@ -767,9 +767,11 @@ class HttpTransport(BaseTransport):
         return streamable.status_error(response.status, self.url, body, self._sent.values())
 
     def _read_all(self, response: http_wire.Response, deadline: Deadline) -> bytes:
-        """Read a whole body within ``max_response_bytes`` and the deadline."""
+        """Read a whole body within ``max_response_bytes`` and the deadline (a body already in
+        memory cannot block: no watchdog timer for it, docs/decisions/0052)."""
         watchdog = Watchdog()
-        watchdog.arm(response, deadline.remaining(time.monotonic()))
+        if not response.buffered:
+            watchdog.arm(response, deadline.remaining(time.monotonic()))
         chunks: list[bytes] = []
         total = 0
         try:
