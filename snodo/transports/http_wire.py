@@ -308,11 +308,14 @@ class WirePool:
         read_timeout: float | None,
         head_limit: int,
         on_socket: Callable[[socket.socket], None] | None = None,
+        deadline: float | None = None,
     ) -> Response:
         """Send one request and read its final response head (interim 1xx skipped).
 
-        ``NoResponse`` when the request was written whole and no response came: the server may
-        have acted on it, so it is never sent again.
+        ``deadline`` (``time.monotonic()`` seconds): no wait of the connect, the TLS handshake,
+        the write or the head's reads goes past it (``WireTimeout``); a deadline number, not a
+        timer per request (docs/decisions/0052). ``NoResponse`` when the request was written
+        whole and no response came: the server may have acted on it, so it is never sent again.
         """
         where = _where(url)
         if where is None:
@@ -327,11 +330,11 @@ class WirePool:
         conn = self._take(key)
         while True:
             if conn is None:
-                conn = self._open(key, connect_timeout)
+                conn = self._open(key, connect_timeout, deadline)
             if on_socket is not None:
                 on_socket(conn.sock)
             try:
-                return self._exchange(conn, method, payload, read_timeout, head_limit)
+                return self._exchange(conn, method, payload, read_timeout, head_limit, deadline)
             except _Unsent:
                 # Only a reused connection raises it, so this runs at most once: the request
                 # did not go out whole (see _exchange), the server cannot have acted on it.
@@ -348,11 +351,14 @@ class WirePool:
         payload: bytes,
         read_timeout: float | None,
         head_limit: int,
+        deadline: float | None = None,
     ) -> Response:
         sock = conn.sock
-        sock.settimeout(read_timeout)
+        timeout = read_timeout if deadline is None else _until(deadline, read_timeout)
+        sock.settimeout(timeout)
+        set_at = time.monotonic() if deadline is not None else 0.0
         try:
-            sock.sendall(payload)
+            sock.sendall(payload)  # bounded as a whole by the socket's timeout
         except TimeoutError:
             raise WireTimeout("write timed out") from None
         except OSError as exc:
@@ -383,6 +389,8 @@ class WirePool:
                 if head is not None and framing is not None:
                     if not 100 <= head.status < 200:
                         conn.buf = reader.rest
+                        if timeout != read_timeout:  # the body's reads wait as before
+                            sock.settimeout(read_timeout)
                         return Response(self, conn, head, framing)
                     interim += 1  # interim: skip it; every head counts against the limit
                     if interim > MAX_INTERIM:
@@ -390,6 +398,12 @@ class WirePool:
                     head_limit -= head.size
                     data, reader = reader.rest, http1.HeadReader(head_limit)
                     continue
+            if deadline is not None and time.monotonic() - set_at > _DEADLINE_SLACK:
+                # Time has passed since the timeout was set (a slow write, a head in pieces):
+                # this read waits only for what is left of the deadline.
+                timeout = _until(deadline, read_timeout)
+                sock.settimeout(timeout)
+                set_at = time.monotonic()
             try:
                 data = sock.recv(RECV_SIZE)
             except TimeoutError:
@@ -505,8 +519,10 @@ class WirePool:
         for conn in dead:
             conn.close()
 
-    def _open(self, key: Key, timeout: float | None) -> _Conn:
+    def _open(self, key: Key, timeout: float | None, deadline: float | None = None) -> _Conn:
         scheme, host, port = key
+        if deadline is not None:
+            timeout = _until(deadline, timeout)
         try:
             sock = socket.create_connection((host, port), timeout=timeout)
         except TimeoutError:
@@ -520,6 +536,8 @@ class WirePool:
             if scheme == "https":
                 if self._context is None:
                     self._context = tls.client_context(*self._tls)
+                if deadline is not None:  # the handshake waits only for what is left
+                    sock.settimeout(_until(deadline, timeout))
                 sock = self._context.wrap_socket(sock, server_hostname=host)
         except TimeoutError:
             sock.close()
@@ -556,6 +574,21 @@ _NO_RESPONSE = (
     "the server closed the connection without a response; the request was sent whole, so its"
     " outcome is unknown"
 )
+
+
+#: How long after its socket timeout was set a read may start before the timeout is set again
+#: from the deadline (a read of the head right after its write keeps the one set before it).
+_DEADLINE_SLACK = 0.001
+
+
+def _until(deadline: float, timeout: float | None) -> float:
+    """The socket timeout that ends a wait at ``deadline`` (never longer than ``timeout``); a
+    deadline already past is a timeout so short that the wait fails at once."""
+    left = max(deadline - time.monotonic(), 1e-6)
+    if timeout is None:
+        return left
+    # Within the slack of ``timeout``: ``timeout`` itself (the socket's as it stays for the body).
+    return timeout if left > timeout - _DEADLINE_SLACK else left
 
 
 class _Unsent(Exception):

@@ -692,11 +692,9 @@ class HttpTransport(BaseTransport):
             call.head = attempt
             if call.closed:
                 attempt.shutdown()
-        timer = None
-        if timeout is not None and not stream:
-            from snodo.supervision.timers import call_later
-
-            timer = call_later(timeout, attempt.cut)
+        # The deadline is a number the wire's waits are bounded by, not a timer per request
+        # (docs/decisions/0052); close() still cuts the socket through ``attempt``.
+        wire_deadline = started + timeout if timeout is not None and not stream else None
         try:
             response = self._pool.request(
                 method,
@@ -707,6 +705,7 @@ class HttpTransport(BaseTransport):
                 read_timeout=None if stream else timeout,
                 head_limit=self.max_response_bytes,
                 on_socket=attempt.lend,
+                deadline=wire_deadline,
             )
         except http_wire.HeadTooLarge:
             raise self._too_large() from None
@@ -716,8 +715,6 @@ class HttpTransport(BaseTransport):
             deadline = Deadline.within(timeout, started)
             raise self._failure(exc, deadline, attempt.fired) from None
         finally:
-            if timer is not None:
-                timer.cancel()
             if call is not None:
                 call.head = None
         nonce = response.headers.get("dpop-nonce")
