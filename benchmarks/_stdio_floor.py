@@ -9,7 +9,8 @@ call: ``json.dumps`` of the request with a fresh id, one ``os.write``, ``os.read
 newline, ``json.loads`` and a check of the id and the text. Any CPython stdio client is bounded
 by these numbers on this machine. Shapes:
 
-* sequential: a bare loop, no thread, no hand-off;
+* sequential: a bare loop, no thread, no hand-off; and the same calls through the reader thread
+  below (the floor row takes the faster of the two);
 * N concurrent callers: one reader thread (blocking ``os.read``, splitting lines, decoding each
   reply) hands each reply, by id, to the caller waiting for it through that caller's own
   ``queue.SimpleQueue``; callers write their own requests (a write of at most PIPE_BUF bytes to a
@@ -31,6 +32,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -183,27 +185,42 @@ def concurrent(floor: Floor, callers: int, share: int) -> tuple[float, float]:
     return seconds, used
 
 
+def timed(call: Callable[[], object], calls: int) -> tuple[float, float]:
+    """``calls`` sequential calls: (seconds, CPU seconds)."""
+    cpu, started = cpu_seconds(), time.perf_counter()
+    for _ in range(calls):
+        call()
+    return time.perf_counter() - started, cpu_seconds() - cpu
+
+
 def rates(
     version: str, calls: int, concurrent_calls: int, warmup: int, callers: int
 ) -> dict[str, Any]:
-    """The floor in the shape of benchmarks/stdio.py's workers: sequential, then ``callers``."""
+    """The floor in the shape of benchmarks/stdio.py's workers: sequential, then ``callers``.
+
+    Sequential is the faster of the bare loop and the same calls through the reader thread (on
+    some machines a thread parked in ``read`` wakes sooner than the writer turning reader; both
+    rates are in the answer, as ``seq_loop`` and ``seq_reader``)."""
     floor = Floor(version)
     try:
         floor.call()
         for _ in range(warmup):
             floor.call()
-        cpu, started = cpu_seconds(), time.perf_counter()
-        for _ in range(calls):
-            floor.call()
-        seq_seconds, seq_cpu = time.perf_counter() - started, cpu_seconds() - cpu
+        loop = timed(floor.call, calls)
         floor.start_reader()
+        for _ in range(warmup):
+            floor.dispatched_call()
+        reader = timed(floor.dispatched_call, calls)
         share = concurrent_calls // callers
         conc_seconds, conc_cpu = concurrent(floor, callers, share)
     finally:
         floor.close()
+    seq_seconds, seq_cpu = min(loop, reader)  # the faster shape is the floor
     return {
         "seq_seconds": seq_seconds,
         "seq_cpu": seq_cpu,
+        "seq_loop": calls / loop[0],
+        "seq_reader": calls / reader[0],
         "conc_seconds": conc_seconds,
         "conc_calls": share * callers,
         "conc_cpu": conc_cpu,

@@ -1,8 +1,9 @@
 """stdio ``tools/call`` rates and memory per idle connection: snodo versus the floor and the SDK clients.
 
     python benchmarks/stdio.py [--calls 2000] [--concurrent-calls 3200] [--rounds 5]
+                               [--floor-rounds 3] [--ts2-rounds 3]
                                [--connections 100] [--memory-rounds 3] [--skip-ts]
-    python benchmarks/stdio.py --rounds 1 --memory-rounds 0      # a quick look: every rate row once
+    python benchmarks/stdio.py --rounds 1 --floor-rounds 1 --ts2-rounds 1 --memory-rounds 0
 
 Every client talks to the same tiny raw server, ``benchmarks/_echo_server.py`` (stdlib json, one
 ``echo`` tool), started with this interpreter, so the client is the bottleneck. Clients:
@@ -31,7 +32,8 @@ the TS SDK 1.x, which speaks nothing later (the v2 client pinned to it sends one
 
 Rates: each measurement runs in a fresh subprocess: connect, check one answer, ``--warmup``
 untimed calls, ``--calls`` sequential calls, then ``--concurrent-calls`` calls spread over 16
-concurrent callers. Rounds interleave the cases. Reported: calls/s min / median / max and the
+concurrent callers. Rounds interleave the cases (``--rounds``; the rows issue 19 added, the floor
+and ts2, run ``--floor-rounds`` and ``--ts2-rounds``, 3 by default, to keep the run's length). Reported: calls/s min / median / max and the
 client's CPU per call (its own process: user + system, all threads; the server is excluded).
 
 Memory: in a fresh subprocess, open one warm-up client and make a call; then open
@@ -84,7 +86,7 @@ CLIENTS: dict[str, tuple[str, ...]] = {
     "2025-11-25": ("floor", "snodo", "mcp", "ts", "ts2"),
     "2026-07-28": ("floor", "snodo", "mcp", "ts2"),  # the TS SDK 1.x speaks nothing later
 }
-PEERS = ("mcp", "ts", "ts2")
+PEERS = {"mcp": 1.0, "ts": 1.0, "ts2": 1.0}  # snodo must be ahead of each
 #: case name -> (client, protocol version)
 RATE_CASES: dict[str, tuple[str, str]] = {
     f"{client} {version}": (client, version) for version in VERSIONS for client in CLIENTS[version]
@@ -348,14 +350,18 @@ def report_rates(args: argparse.Namespace, skipped: dict[str, str]) -> bool:
     conc_cpu: dict[str, list[float]] = {c: [] for c in cases}
     negotiated: dict[str, str] = {}
     errors: dict[str, str] = {}
-    for _ in range(args.rounds):
+    shapes: dict[str, list[tuple[float, float]]] = {c: [] for c in cases}  # the floor's
+    rounds = {"floor": args.floor_rounds, "ts2": args.ts2_rounds}
+    for round_number in range(max(args.rounds, *rounds.values())):
         for case in cases:
-            if case in errors:
+            if case in errors or round_number >= rounds.get(RATE_CASES[case][0], args.rounds):
                 continue
             got = measure("rates", case, args)
             if isinstance(got, str):
                 errors[case] = got
                 continue
+            if "seq_loop" in got:
+                shapes[case].append((got["seq_loop"], got["seq_reader"]))
             seq[case].append(args.calls / got["seq_seconds"])
             conc[case].append(got["conc_calls"] / got["conc_seconds"])
             seq_cpu[case].append(got["seq_cpu"] / args.calls * 1e6)
@@ -387,6 +393,14 @@ def report_rates(args: argparse.Namespace, skipped: dict[str, str]) -> bool:
             f"{spread(conc[case], lambda v: f'{v:,.0f}'):>40} "
             f"{medians[case].conc_cpu:7.0f}"
         )
+    for case, measured in shapes.items():
+        if measured:
+            loop = statistics.median(m[0] for m in measured)
+            reader = statistics.median(m[1] for m in measured)
+            print(
+                f"  {case} sequential: the faster per round of a bare loop (median "
+                f"{loop:,.0f}/s) and one reader thread (median {reader:,.0f}/s)"
+            )
     print()
     for line in ratio_lines(medians, RATE_CASES, VERSIONS, PEERS, TARGET_FLOOR, TARGET_CPU):
         print(line)
@@ -466,6 +480,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--warmup", type=int, default=200, help="untimed calls first")
     parser.add_argument("--rounds", type=int, default=5, help="rate rounds (one subprocess each)")
+    parser.add_argument("--floor-rounds", type=int, default=3, help="rate rounds for the floor")
+    parser.add_argument("--ts2-rounds", type=int, default=3, help="rate rounds for ts2")
     parser.add_argument("--connections", type=int, default=100, help="idle connections to hold")
     parser.add_argument("--memory-rounds", type=int, default=3, help="memory runs per client")
     parser.add_argument("--skip-ts", action="store_true", help="leave both TypeScript clients out")
@@ -485,8 +501,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print(
         f"{args.rounds} rounds x ({args.calls} sequential calls, then {args.concurrent_calls} calls "
-        f"over {CONCURRENCY} concurrent callers) after {args.warmup} warm-up calls; "
-        f"both protocol versions; memory on {SHARED}"
+        f"over {CONCURRENCY} concurrent callers) after {args.warmup} warm-up calls "
+        f"(the floor: {args.floor_rounds} rounds, ts2: {args.ts2_rounds}); both protocol "
+        f"versions; memory on {SHARED}"
     )
     print("µs cpu: the client process's CPU time per call (median)\n")
     rates_failed = report_rates(args, skipped)
