@@ -156,7 +156,29 @@ def read_post_answer(request_id: RequestId, body: bytes) -> dict[str, Any] | Non
     An error without an id is taken as ours (it gets ``request_id``); a response to another id
     is -32000 ``unexpected_id``. A batch (2025-03-26) is searched for ``request_id``'s response.
     """
-    answers = [m for m in messages_in(body)[0] if "method" not in m]
+    if not body:
+        return None
+    try:
+        whole = jsonrpc.decode(body)
+    except jsonrpc.DecodeError:
+        return None
+    if (
+        type(whole) is dict
+        and whole.get("jsonrpc") == "2.0"
+        and "error" not in whole
+        and type(whole.get("result")) is dict
+        and jsonrpc.refused_response_id(whole) == request_id
+    ):
+        return whole  # the usual answer, decoded once: what the steps below would return
+    try:
+        elements = jsonrpc.unbatch(whole)
+    except jsonrpc.DecodeError:
+        return None
+    answers = [
+        m
+        for m in elements
+        if isinstance(m, dict) and m.get("jsonrpc") == "2.0" and "method" not in m
+    ]
     decoded = next(
         (m for m in answers if jsonrpc.refused_response_id(m) == request_id),
         answers[0] if len(answers) == 1 else None,
