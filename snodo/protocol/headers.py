@@ -326,14 +326,36 @@ def filter_tools(tools: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], lis
     return kept, dropped
 
 
+#: Protocol versions, methods and tool names already checked and sent as they are: a
+#: connection sends the same few on every request, so each is checked once, not per request
+#: (docs/decisions/0052). Only these headers' values (no session id, no argument: nothing
+#: secret is kept), at most ``_SEEN_LENGTH`` characters, at most ``_SEEN_MAX`` of them; past
+#: that the checks run each time.
+_PLAIN_SEEN: set[str] = set()
+_AS_IS_SEEN: set[str] = set()
+_SEEN_MAX: Final = 1024
+_SEEN_LENGTH: Final = 128
+
+
+def _memo(seen: set[str], value: str) -> None:
+    if type(value) is str and len(value) <= _SEEN_LENGTH and len(seen) < _SEEN_MAX:
+        seen.add(value)
+
+
 def _plain(header: str, value: Any) -> str:
     """A header value sent as is: printable ASCII with no space at either end, else -32000."""
+    if type(value) is str and value in _PLAIN_SEEN and header in (MCP_PROTOCOL_VERSION, MCP_METHOD):
+        return value
     if not isinstance(value, str) or _PLAIN_RE.fullmatch(value) is None:
         raise _refused(header, "the value cannot be sent as a plain header value")
+    if header in (MCP_PROTOCOL_VERSION, MCP_METHOD):
+        _memo(_PLAIN_SEEN, value)
     return value
 
 
 def _encoded(header: str, value: str | int | bool, what: str) -> str:
+    if header == MCP_NAME and type(value) is str and value in _AS_IS_SEEN:
+        return value  # checked before: it is sent as it is
     try:
         encoded = encode_header_value(value)
     except UnicodeEncodeError as exc:
@@ -342,6 +364,8 @@ def _encoded(header: str, value: str | int | bool, what: str) -> str:
         ) from exc
     if not safe_header_value(encoded):  # cannot happen by construction; refuse, never send
         raise _refused(header, "the encoded value is not a safe header value")
+    if encoded is value and header == MCP_NAME:
+        _memo(_AS_IS_SEEN, encoded)
     return encoded
 
 
@@ -422,7 +446,7 @@ def mcp_headers(
     """
     method = message.get("method")
     params = message.get("params")
-    if not isinstance(params, Mapping):
+    if type(params) is not dict and not isinstance(params, Mapping):
         params = {}
     if not dialect.stateless:
         headers = {}
@@ -436,7 +460,7 @@ def mcp_headers(
         return headers
     meta = params.get("_meta")
     version = dialect.version
-    if isinstance(meta, Mapping) and PROTOCOL_VERSION_KEY in meta:
+    if (type(meta) is dict or isinstance(meta, Mapping)) and PROTOCOL_VERSION_KEY in meta:
         version = meta[PROTOCOL_VERSION_KEY]
     headers = {MCP_PROTOCOL_VERSION: _plain(MCP_PROTOCOL_VERSION, version)}
     if method is None:  # a response (an answer to a server request)
