@@ -473,7 +473,19 @@ def write_all(
     no deadline the wait still wakes every 0.5 s, so signals are handled.
     """
     total = len(data)
-    written = 0
+    if not total:
+        return
+    try:
+        written = os.write(fd, data)  # the usual: the pipe takes the whole message at once
+    except BlockingIOError:
+        written = 0
+    except BrokenPipeError as exc:
+        broken = BrokenPipeError(
+            errno.EPIPE, f"Broken pipe: the reader is gone after 0 of {total} bytes"
+        )
+        raise _written(broken, 0) from exc
+    if written == total:
+        return  # no memoryview, no slice (docs/decisions/0052)
     poller: select.poll | None = None
     with memoryview(data) as view:
         while written < total:
