@@ -51,7 +51,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import shutil
 import statistics
 import subprocess
 import sys
@@ -66,7 +65,6 @@ from typing import Any
 
 from _common import (
     cpu_seconds,
-    last_error,
     machine,
     read_port,
     run_json,
@@ -75,15 +73,13 @@ from _common import (
     stop,
     version_of,
 )
-from stdio import node_version
+from _node import TS2_DIR, TS2_PACKAGE, node_version, npm_ready, package_version
 
 __all__ = ["main"]
 
 HERE = Path(__file__).resolve().parent
 ECHO_SERVER = HERE / "_echo_server.py"
 HTTP_SERVER = HERE / "_http_echo_server.py"
-TS2_DIR = HERE / "ts2"
-TS2_PACKAGE = "@modelcontextprotocol/client"
 TEXT = "hi"
 LEVELS = (16, 256)  # concurrent callers
 SYNC_LEVEL = 16
@@ -319,38 +315,6 @@ def worker(args: argparse.Namespace) -> int:
 # -- the TypeScript v2 client -------------------------------------------------------------------
 
 
-def ts2_ready() -> str | None:
-    """None when ``node benchmarks/ts2/bench.mjs`` can run (``npm ci`` first if needed); else why."""
-    if shutil.which("node") is None:
-        return "node is not installed"
-    if (TS2_DIR / "node_modules" / TS2_PACKAGE).is_dir():
-        return None
-    if shutil.which("npm") is None:
-        return "npm is not installed (needed once for npm ci in benchmarks/ts2)"
-    try:
-        done = subprocess.run(
-            ["npm", "ci", "--no-audit", "--no-fund"],
-            cwd=TS2_DIR,
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        return "npm ci in benchmarks/ts2 timed out"
-    if done.returncode != 0:
-        return f"npm ci in benchmarks/ts2 failed: {last_error(done.stderr, done.returncode)}"
-    return None
-
-
-def ts2_version() -> str:
-    try:
-        with open(TS2_DIR / "node_modules" / TS2_PACKAGE / "package.json") as package:
-            return str(json.load(package)["version"])
-    except (OSError, ValueError, KeyError):
-        return "not installed"
-
-
 # -- the driver ---------------------------------------------------------------------------------
 
 
@@ -528,7 +492,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     wanted = [c.strip() for c in args.clients.split(",")]
     skipped: dict[str, str] = {}
-    why_not = "--skip-ts" if args.skip_ts else (ts2_ready() if "ts2" in wanted else None)
+    why_not = (
+        "--skip-ts"
+        if args.skip_ts
+        else (npm_ready(TS2_DIR, TS2_PACKAGE) if "ts2" in wanted else None)
+    )
     if why_not is not None:
         skipped["ts2"] = why_not
     cases = [
@@ -542,7 +510,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("asyncio tools/call round trips: snodo.aio against mcp and the TypeScript SDK v2 client")
     print(f"machine: {machine()}")
     print(
-        f"snodo {version_of('snodo')}, mcp {version_of('mcp')}, {TS2_PACKAGE} {ts2_version()} "
+        f"snodo {version_of('snodo')}, mcp {version_of('mcp')}, {TS2_PACKAGE} {package_version(TS2_DIR, TS2_PACKAGE)} "
         f"(node {node_version()}); loop {args.loop}"
     )
     print(
