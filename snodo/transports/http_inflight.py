@@ -32,26 +32,20 @@ def shutdown_quietly(target: Any) -> None:
 
 
 class Attempt:
-    """The socket of the request in flight, so a deadline (``cut``) or close() (``shutdown``)
-    can end a response head that drips or never comes."""
+    """The socket of the request in flight, so that close() (``shutdown``) can end a response
+    head that drips or never comes (its deadline bounds the socket's own waits)."""
 
-    __slots__ = ("closed", "fired", "sock")
+    __slots__ = ("closed", "sock")
 
     def __init__(self) -> None:
         self.sock: Any = None
-        self.fired = False
         self.closed = False
 
     def lend(self, sock: Any) -> None:
-        """The socket the request goes out on (cut at the deadline, or at close())."""
+        """The socket the request goes out on (shut at close())."""
         self.sock = sock
-        if self.fired or self.closed:
+        if self.closed:
             self._shut()
-
-    def cut(self) -> None:
-        """The deadline passed."""
-        self.fired = True
-        self._shut()
 
     def shutdown(self) -> None:
         """The transport was closed."""

@@ -713,7 +713,7 @@ class HttpTransport(BaseTransport):
             if call is not None and call.closed:
                 raise closed_error() from None
             deadline = Deadline.within(timeout, started)
-            raise self._failure(exc, deadline, attempt.fired) from None
+            raise self._failure(exc, deadline) from None
         finally:
             if call is not None:
                 call.head = None
@@ -732,8 +732,8 @@ class HttpTransport(BaseTransport):
     def _too_large(self, what: str = "The response") -> McpError:
         return too_large_error(self.max_response_bytes, what)
 
-    def _failure(self, exc: Exception, deadline: Deadline, fired: bool = False) -> McpError:
-        return wire_failure(self.url, exc, deadline, fired)
+    def _failure(self, exc: Exception, deadline: Deadline) -> McpError:
+        return wire_failure(self.url, exc, deadline)
 
     def _answer(
         self,
