@@ -958,6 +958,48 @@ def test_dispatcher_bounds_workers_contains_job_errors_and_ends_idle_workers(
         Dispatcher(workers=0)
 
 
+class Recorder(PooledActor):
+    """Puts every message it receives on ``got``."""
+
+    def __init__(self, got: queue.Queue[Any]) -> None:
+        super().__init__()
+        self.got = got
+
+    def on_receive(self, message: Any) -> None:
+        self.got.put(message)
+
+
+def test_an_interrupt_in_a_workers_start_reaches_the_sender_and_the_turn_still_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A Ctrl-C that lands in ``Thread.start``'s wait for a new pool worker goes on to the
+    sender (the pool swallowed it, and ``snodo listen`` ignored that Ctrl-C), and the worker it
+    started still runs the actor's turn, once."""
+    dispatcher = Dispatcher(workers=2, idle_timeout=0.05, name="interrupted-pool")
+    got: queue.Queue[Any] = queue.Queue(maxsize=10)
+    ref = on(dispatcher, Recorder).start(got)
+    for thread in dispatcher.threads():  # the worker that ran on_start ends when idle
+        thread.join(WAIT)
+    assert not dispatcher.threads()
+    real_start = threading.Thread.start
+
+    def start_then_interrupted(thread: threading.Thread) -> None:
+        real_start(thread)
+        raise KeyboardInterrupt  # where a Ctrl-C lands: start's wait for the new thread
+
+    monkeypatch.setattr(threading.Thread, "start", start_then_interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        ref.tell("first")
+    monkeypatch.undo()
+    assert got.get(timeout=WAIT) == "first"
+    ref.tell("second")
+    assert got.get(timeout=WAIT) == "second"
+    stop(ref, timeout=WAIT)
+    assert dispatcher.shutdown(WAIT)
+    assert not dispatcher.threads()
+    assert got.empty()  # each message once
+
+
 def test_dispatcher_workers_are_service_threads_and_stop_on_shutdown() -> None:
     dispatcher = Dispatcher(workers=3, name="svc-pool")
     done: queue.Queue[Callable[[], None]] = queue.Queue(maxsize=10)

@@ -143,9 +143,11 @@ class Dispatcher:
         thread = service_thread(self._work, f"{self.name}-{next(self._serial)}")
         with self._lock:
             self._threads.add(thread)
+        # An interrupt (Ctrl-C) raised in start's wait for the new thread goes on to the caller
+        # with the thread counted: by then the thread exists and will take the job.
         try:
             thread.start()
-        except BaseException:
+        except Exception:  # "can't start new thread"
             with self._lock:
                 self._threads.discard(thread)
                 self._count -= 1
@@ -266,7 +268,8 @@ class PooledInbox(BaseInbox):
             return
         try:
             submit()
-        except BaseException:  # no worker could be started: the next message tries again
+        except Exception:  # no worker could be started: the next message tries again
+            # (an interrupt goes on: the turn is queued and the actor stays scheduled)
             with self._lock:
                 self._scheduled = False
             _logger.exception("could not schedule a pooled actor", actor=self.name)
