@@ -504,6 +504,45 @@ def test_listen_for_a_while(subs_http: str) -> None:
     assert done.stdout == "" and time.monotonic() - began >= 0.3
 
 
+CTRL_C_ON_ANOTHER_THREAD = """\
+import signal, sys, threading
+
+from snodo.cli import main
+
+
+def interrupt():  # the kernel may run the handler on any thread that does not block SIGINT
+    sys.stdin.readline()
+    signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+
+
+threading.Thread(target=interrupt, daemon=True).start()
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_listen_ends_on_a_ctrl_c_that_another_thread_received(subs_http: str) -> None:
+    """CPython runs the handler in the main thread only once that thread takes the GIL again:
+    ``listen`` waits in slices, so it exits 130 (it waited for ever, ignoring the Ctrl-C)."""
+    process = subprocess.Popen(
+        [PYTHON, "-c", CTRL_C_ON_ANOTHER_THREAD, "listen", "--http", subs_http, "--tools"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+    )
+    try:
+        assert process.stdin is not None and process.stderr is not None
+        listening = process.stderr.readline().decode()
+        assert listening.startswith("snodo: listening"), listening
+        process.stdin.write(b"interrupt now\n")
+        process.stdin.flush()
+        _, err = process.communicate(timeout=RUN_DEADLINE)
+    finally:
+        stop(process)
+    assert process.returncode == 130, err
+    assert b"interrupted" in err
+
+
 def test_status_of_a_config(tmp_path: Path, runtime_http: str) -> None:
     """Every configured server's state, version and tools; a failed one makes it status 3."""
     servers = {

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["main"]
 
 PROG = "snodo"
+LISTEN_SLICE = 0.25  # seconds: how long `listen` waits at a time (a Ctrl-C is seen between)
 EXIT_OK, EXIT_TOOL_ERROR, EXIT_USAGE, EXIT_CONNECTION, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 _EXAMPLE = "python -m snodo.server examples.example_runtime:runtime"
 
@@ -557,7 +558,7 @@ def _listen(args: argparse.Namespace) -> int:
     import time
 
     from snodo.cli import render
-    from snodo.protocol.errors import REQUEST_TIMEOUT
+    from snodo.protocol.errors import REQUEST_TIMEOUT, McpError
     from snodo.protocol.subscriptions import Closed, Dropped, Gap, Notification
 
     name, words = _target_words(args, 0, "")
@@ -586,11 +587,15 @@ def _listen(args: argparse.Namespace) -> int:
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     break
+                # In slices: when the kernel hands the Ctrl-C to another thread, CPython's main
+                # thread runs its handler only once it next takes the GIL; a lock wait without a
+                # timeout would never end (each slice's end takes it, bpo-40010).
+                wait = LISTEN_SLICE if remaining is None else min(remaining, LISTEN_SLICE)
                 try:
-                    event = sub.next(timeout=remaining)
-                except Exception as error:
-                    if getattr(error, "code", None) == REQUEST_TIMEOUT and deadline is not None:
-                        break
+                    event = sub.next(timeout=wait)
+                except McpError as error:
+                    if error.code == REQUEST_TIMEOUT:
+                        continue  # the demand stays outstanding: no event is lost
                     raise
                 if isinstance(event, Notification):
                     seen += 1
