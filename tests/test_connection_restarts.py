@@ -13,8 +13,6 @@ from __future__ import annotations
 import os
 import queue
 import signal
-import socket
-import subprocess
 import sys
 import threading
 import time
@@ -27,6 +25,7 @@ import pytest
 import snodo
 from snodo.server import Runtime
 from snodo.supervision import Actor, registry, service_threads, stop
+from snodo.testing import ServedRuntime, serve_http
 from tests.support.stdio_support import (
     SERVERS,
     children,
@@ -257,66 +256,23 @@ def test_a_permanent_connection_restarts_after_a_clean_exit_and_transient_does_n
 # -- HTTP ------------------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-class HttpServerProcess:
-    """``python -m snodo.server --http`` on a fixed 127.0.0.1 port, stopped and started again."""
-
-    def __init__(self) -> None:
-        self.port = free_port()
-        self.process: subprocess.Popen[str] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/mcp"
-
-    def start(self) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "snodo.server", "--http", "--port", str(self.port), RUNTIME],
-            cwd=str(SERVERS),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        assert self.process.stderr is not None
-        line = self.process.stderr.readline()  # "serving URL ..." once it listens
-        assert "serving" in line, line
-
-    def stop(self) -> None:
-        process, self.process = self.process, None
-        if process is None:
-            return
-        process.kill()
-        process.wait(WAIT)
-        if process.stderr is not None:
-            process.stderr.close()
-
-
 @pytest.fixture
-def http_server() -> Iterator[HttpServerProcess]:
-    server = HttpServerProcess()
-    server.start()
-    try:
+def http_server() -> Iterator[ServedRuntime]:
+    """``python -m snodo.server --http`` on 127.0.0.1 (the kit's; it restarts on its port)."""
+    with serve_http(RUNTIME, cwd=str(SERVERS)) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.mark.parametrize("version", [SESSION, STATELESS])
 def test_an_http_server_that_restarts_is_reached_again(
-    http_server: HttpServerProcess, version: str
+    http_server: ServedRuntime, version: str
 ) -> None:
     """Session era: the restarted server forgets the session (404), the client starts a new
     one and sends the refused request once more. Stateless era: calls fail -32000 while the
     server is gone and succeed once it is back."""
     states: queue.Queue[snodo.StateChange] = queue.Queue()
     client = snodo.connect(
-        snodo.Http(http_server.url),
+        http_server.target,
         protocol=version,
         restart="transient",
         backoff={"initial": 0.05, "factor": 2.0, "cap": 0.2},
@@ -330,8 +286,7 @@ def test_an_http_server_that_restarts_is_reached_again(
         hammer = Hammer(client)
         for _ in range(3):
             wait_ok_after(hammer, 30)
-            http_server.stop()
-            http_server.start()
+            http_server.restart()
             wait_ok_after(hammer, 30)
         hammer.finish()
         if version == SESSION:
@@ -343,12 +298,11 @@ def test_an_http_server_that_restarts_is_reached_again(
 
 
 def test_a_session_expired_under_temporary_is_the_servers_error(
-    http_server: HttpServerProcess,
+    http_server: ServedRuntime,
 ) -> None:
-    client = snodo.connect(snodo.Http(http_server.url), protocol=SESSION, timeout=CALL_TIMEOUT)
+    client = snodo.connect(http_server.target, protocol=SESSION, timeout=CALL_TIMEOUT)
     try:
-        http_server.stop()
-        http_server.start()
+        http_server.restart()
         with pytest.raises(snodo.McpError) as expired:
             client.call_tool("echo", {"text": "x"})
         assert expired.value.cause is not None and expired.value.cause[:2] == ("http_status", 404)
@@ -368,10 +322,9 @@ def next_kind(sub: snodo.Subscription) -> Any:
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 def test_a_subscription_survives_a_restart_with_a_gap_first(transport: str, tmp_path: Path) -> None:
-    server = HttpServerProcess() if transport == "http" else None
+    server = serve_http(RUNTIME, cwd=str(SERVERS)) if transport == "http" else None
     if server is not None:
-        server.start()
-        target: Any = snodo.Http(server.url)
+        target: Any = server.target
         extra: dict[str, Any] = {}
     else:
         target = stdio_target()
@@ -394,8 +347,7 @@ def test_a_subscription_survives_a_restart_with_a_gap_first(transport: str, tmp_
         before = next_kind(sub)
         assert isinstance(before, snodo.Notification)
         if server is not None:
-            server.stop()
-            server.start()
+            server.restart()
         else:
             os.kill(server_pid(client), signal.SIGKILL)
         gap = next_kind(sub)
@@ -409,7 +361,7 @@ def test_a_subscription_survives_a_restart_with_a_gap_first(transport: str, tmp_
     finally:
         client.close()
         if server is not None:
-            server.stop()
+            server.close()
 
 
 def test_under_temporary_a_subscription_ends_with_closed() -> None:
@@ -457,7 +409,7 @@ def wait_closed(client: snodo.Client) -> None:
 
 @pytest.mark.parametrize("kind", ["direct", "http", "custom"])
 def test_the_owner_thread_ending_closes_every_kind_of_connection(
-    kind: str, http_server: HttpServerProcess
+    kind: str, http_server: ServedRuntime
 ) -> None:
     from tests.support.pipe_transport import PipeTransport
 
@@ -465,7 +417,7 @@ def test_the_owner_thread_ending_closes_every_kind_of_connection(
         served = runtime()
         client = open_in_thread(lambda: snodo.direct(served))
     elif kind == "http":
-        client = open_in_thread(lambda: snodo.connect(snodo.Http(http_server.url)))
+        client = open_in_thread(lambda: snodo.connect(http_server.target))
     else:
         served = runtime()
         client = open_in_thread(lambda: snodo.connect((PipeTransport, served), protocol=STATELESS))
@@ -488,7 +440,7 @@ class Holder(Actor):
 
 @pytest.mark.parametrize("kind", ["direct", "http", "custom"])
 def test_an_explicit_owner_actor_ending_closes_every_kind_of_connection(
-    kind: str, http_server: HttpServerProcess
+    kind: str, http_server: ServedRuntime
 ) -> None:
     """owner= an actor: the client is opened (and used) by the test thread, which lives on;
     stopping the actor closes the connection."""
@@ -499,7 +451,7 @@ def test_an_explicit_owner_actor_ending_closes_every_kind_of_connection(
         if kind == "direct":
             client = snodo.direct(runtime(), owner=ref)
         elif kind == "http":
-            client = snodo.connect(snodo.Http(http_server.url), owner=ref)
+            client = snodo.connect(http_server.target, owner=ref)
         else:
             client = snodo.connect((PipeTransport, runtime()), protocol=STATELESS, owner=ref)
         answer: Any = client.call_tool("echo", {"text": "held"})
@@ -630,11 +582,11 @@ def test_a_failed_ping_restarts_a_session_era_connection() -> None:
 
 @pytest.mark.parametrize("version", [SESSION, STATELESS])
 def test_an_http_server_gone_for_good_is_down_after_the_intensity_with_16_callers(
-    http_server: HttpServerProcess, version: str
+    http_server: ServedRuntime, version: str
 ) -> None:
     states: queue.Queue[snodo.StateChange] = queue.Queue()
     client = snodo.connect(
-        snodo.Http(http_server.url),
+        http_server.target,
         protocol=version,
         restart="transient",
         backoff=FAST,
@@ -646,7 +598,7 @@ def test_an_http_server_gone_for_good_is_down_after_the_intensity_with_16_caller
         states_until(states, "ready")
         hammer = Hammer(client)
         wait_ok_after(hammer, 30)
-        http_server.stop()
+        http_server.kill()
         seen = states_until(states, "closed")
         assert seen[-1].reason == "too many restarts (3)"
         hammer.finish()
