@@ -117,6 +117,48 @@ def test_a_leaked_grandchild_process_is_reported_with_its_command_line() -> None
         wait_gone(grandchild)
 
 
+# A sibling of the checking process: on a first line it starts a sleeper, prints its pid, and on
+# a second line it kills it.
+SIBLING = (
+    "import subprocess, sys; sys.stdin.readline(); "
+    "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)  # sibling']); "
+    "print(p.pid, flush=True); sys.stdin.readline(); p.kill(); p.wait()"
+)
+# The checking process: no_leaks over a block that waits for a line.
+CHECKER = (
+    "import sys; from snodo.testing.leaks import no_leaks\n"
+    "with no_leaks(0.3, threads=False, fds=False, actors=False):\n"
+    "    print('checking', flush=True); sys.stdin.readline()\n"
+)
+
+
+def talking(command: list[str]) -> subprocess.Popen[str]:
+    """``command`` with its stdin, stdout and stderr piped as text."""
+    return subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+def test_a_process_that_a_sibling_starts_during_the_block_is_not_a_leak() -> None:
+    """Side-by-side runs share a session and a process group: a process started meanwhile by a
+    sibling (another suite's server) is the sibling's, not an orphan of the checking process."""
+    sibling = talking([sys.executable, "-c", SIBLING])
+    checker = talking([sys.executable, "-c", CHECKER])
+    try:
+        assert checker.stdin and checker.stdout and sibling.stdin and sibling.stdout
+        assert checker.stdout.readline() == "checking\n"
+        sibling.stdin.write("start\n")
+        sibling.stdin.flush()
+        started = int(sibling.stdout.readline())
+        _, err = checker.communicate("done\n", timeout=WAIT)
+        assert checker.returncode == 0, err  # old rule: "leaked ... processes: <started>"
+        assert str(started) not in err
+    finally:
+        for process in (checker, sibling):
+            if process.poll() is None:
+                process.communicate("end\n", timeout=WAIT)
+
+
 @pytest.mark.skipif(green_mode(), reason="gevent's child watcher reaps every child itself")
 def test_a_zombie_child_is_a_leak() -> None:
     """A child that exited but was never reaped is a process left behind."""

@@ -123,6 +123,7 @@ def run_app_tests(tmp_path: Path, *args: str, gevent: bool, autoload: bool) -> d
         capture_output=True,
         text=True,
         timeout=RUN_DEADLINE,
+        start_new_session=True,  # its leak checks see only its own (suites run side by side)
         check=False,
     )
     assert report.exists(), done.stdout + done.stderr

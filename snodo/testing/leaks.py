@@ -12,7 +12,9 @@ threads (``service_threads()``), the I/O hub's thread, the stdio reaper process 
 (decision 0034) and, with ``pooled=True``, the idle keep-alive sockets of snodo's HTTP pool
 (decision 0013). Processes are this process's descendants (zombie children included: a child not
 reaped is a leak) and orphans: processes of our session started during the block whose process
-group's leader was ours or is gone (a server's grandchild left when the server was killed).
+group's leader was ours or is gone (a server's grandchild left when the server was killed), and
+whose parent is init or one of our ancestors (where the kernel moves an orphan: a process that a
+sibling of ours runs, such as another pytest worker's server, is not ours).
 Linux only (``/proc``).
 """
 
@@ -33,6 +35,7 @@ __all__ = [
     "Baseline",
     "LeakReport",
     "Leaked",
+    "ancestors",
     "children",
     "command_line",
     "descendants",
@@ -120,6 +123,17 @@ def descendants(stats: dict[int, _Stat] | None = None) -> set[int]:
             if pid not in found:
                 found.add(pid)
                 todo.append(pid)
+    return found
+
+
+def ancestors(stats: dict[int, _Stat] | None = None) -> set[int]:
+    """Every process above this one (its parent, theirs...): where an orphan can be moved."""
+    stats = _all_stats() if stats is None else stats
+    found: set[int] = set()
+    stat = stats.get(os.getpid())
+    while stat is not None and stat.ppid > 0 and stat.ppid not in found:
+        found.add(stat.ppid)
+        stat = stats.get(stat.ppid)
     return found
 
 
@@ -324,9 +338,11 @@ class Baseline:
         if not self.grandchildren:
             me = os.getpid()
             new = {pid for pid in new if stats[pid].ppid == me}
+        adopters = ancestors(stats) | {1}  # init, or a subreaper above us
         for pid, stat in stats.items() if self.grandchildren else ():  # orphans
             if (
                 pid in below
+                or stat.ppid not in adopters
                 or stat.session != self.session
                 or stat.start < self.started
                 or stat.state in ("Z", "X")
