@@ -44,7 +44,6 @@ T = TypeVar("T")
 
 #: Longest a crash waits for the owner to end, and a job in the owner to finish by default.
 CRASH_DEADLINE = 10.0
-_CLOSED_POLL = 0.005  # seconds between looks at a crashed owner's clients
 
 Kind = Literal["thread", "greenlet", "actor"]
 
@@ -100,7 +99,6 @@ class CrashableOwner:
         self._ended = threading.Event()
         self.handle: Any = None
         self._thread: threading.Thread | None = None
-        self._clients: weakref.WeakSet[Any] = weakref.WeakSet()  # what connect() opened
         if kind == "actor":
             self.handle = _OwnerActor.start()
         elif kind == "greenlet":
@@ -169,7 +167,6 @@ class CrashableOwner:
 
         client = self.run(snodo.connect, target, **options)
         _owners[client] = self
-        self._clients.add(client)
         return client
 
     # -- ending it -------------------------------------------------------------------------
@@ -178,30 +175,33 @@ class CrashableOwner:
         """End the owner abnormally now (a thread: once its running job returns) and wait, up
         to ``deadline`` seconds, until it has ended and every client it opened has seen it
         (is closed): the next call on one fails."""
+        from snodo.testing.servers import wait_until
+
+        began = time.monotonic()
+        self._end_abnormally(deadline)
+        # A client learns of its owner's end from the owner watch, on another thread: no event
+        # to await from here, so its public state is read until the deadline.
+        wait_until(
+            lambda: all(client.closed for client, by in list(_owners.items()) if by is self),
+            max(0.0, deadline - (time.monotonic() - began)),
+            f"a client of {self!r} was not closed",
+        )
+
+    def _end_abnormally(self, deadline: float) -> None:
         self.crashed = True
-        end = time.monotonic() + deadline
         if self.kind == "actor":
             kill(self.handle)
             if not join(self.handle, deadline):
                 raise AssertionError(f"{self!r} did not end within {deadline}s")
+            return
+        if self.kind == "greenlet":
+            self.handle.kill(OwnerCrashed("crashed by snodo.testing"), block=True, timeout=deadline)
         else:
-            if self.kind == "greenlet":
-                self.handle.kill(
-                    OwnerCrashed("crashed by snodo.testing"), block=True, timeout=deadline
-                )
-            else:
-                self._jobs.put(_Stop(crash=True), timeout=deadline)
-                assert self._thread is not None
-                self._thread.join(deadline)
-            if not self._ended.wait(deadline):
-                raise AssertionError(f"{self!r} did not end within {deadline}s")
-        # A client learns of its owner's end from the owner watch, on another thread: no event
-        # to await from here, so its public state is read until the deadline.
-        pause = threading.Event()
-        while not all(client.closed for client in list(self._clients)):
-            if time.monotonic() >= end:
-                raise AssertionError(f"a client of {self!r} was not closed within {deadline}s")
-            pause.wait(_CLOSED_POLL)
+            self._jobs.put(_Stop(crash=True), timeout=deadline)
+            assert self._thread is not None
+            self._thread.join(deadline)
+        if not self._ended.wait(deadline):
+            raise AssertionError(f"{self!r} did not end within {deadline}s")
 
     def close(self, deadline: float = CRASH_DEADLINE) -> None:
         """End the owner normally (what it owns closes too); idempotent."""

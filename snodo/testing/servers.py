@@ -100,7 +100,9 @@ def _running(pid: int) -> bool:
     return raw[raw.rindex(")") + 2] not in ("Z", "X")
 
 
-def _wait_until(predicate: Any, deadline: float, what: str) -> None:
+def wait_until(predicate: Any, deadline: float, what: str) -> None:
+    """Look at ``predicate()`` every few ms until it holds, for a state no event announces
+    (a process gone, a client closed); ``AssertionError("{what} within {deadline}s")`` if not."""
     end = time.monotonic() + deadline
     pause = threading.Event()
     while not predicate():
@@ -265,7 +267,7 @@ class ServedRuntime:
             pid = self._client_pid(client)
             os.kill(pid, signal.SIGCONT)
             os.kill(pid, signal.SIGKILL)
-            _wait_until(lambda: not _running(pid), STOP_DEADLINE, f"server {pid} did not die")
+            wait_until(lambda: not _running(pid), STOP_DEADLINE, f"server {pid} did not die")
         elif self.kind == "http-thread":
             server, self._server = self._server, None
             if server is not None:
