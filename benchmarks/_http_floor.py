@@ -2,15 +2,17 @@
 
     python benchmarks/_http_floor.py URL [--calls 2000] [--version 2025-11-25|2026-07-28]
 
-A raw keep-alive socket (``TCP_NODELAY``) per caller. Per call: ``json.dumps`` of the request
-with a fresh id, the request head built as snodo builds it for the version (read from its wire
-with a tee: ``Host``, ``Accept``, ``Accept-Encoding``, ``MCP-Protocol-Version``, then
-``Mcp-Session-Id`` on 2025-11-25 or ``Mcp-Method``/``Mcp-Name`` on 2026-07-28, ``Content-Type``,
-``Content-Length``), head and body in one ``sendall``, ``recv`` up to the end of the head, the
-status and ``Content-Length`` read from it, the body, ``json.loads`` and a check of the id and the
-text. 2025-11-25 opens a session first (``initialize``, ``notifications/initialized``) and ends it
-with ``DELETE``; 2026-07-28 has no handshake and every body carries the ``_meta`` envelope. So the
-server (``benchmarks/_http_echo_server.py``) does the same work as for snodo. Shapes:
+A raw keep-alive socket (``TCP_NODELAY``; on Linux blocking, its waits bounded by the kernel's
+``SO_RCVTIMEO``/``SO_SNDTIMEO``, as snodo's wire does: no ``poll`` before each ``send`` and
+``recv``) per caller. Per call: ``json.dumps`` of the request with a fresh id, the request head
+built as snodo builds it for the version (read from its wire with a tee: ``Host``, ``Accept``,
+``Accept-Encoding``, ``MCP-Protocol-Version``, then ``Mcp-Session-Id`` on 2025-11-25 or
+``Mcp-Method``/``Mcp-Name`` on 2026-07-28, ``Content-Type``, ``Content-Length``), head and body in
+one ``sendall``, ``recv`` up to the end of the head, the status and ``Content-Length`` read from
+it, the body, ``json.loads`` and a check of the id and the text. 2025-11-25 opens a session first
+(``initialize``, ``notifications/initialized``) and ends it with ``DELETE``; 2026-07-28 has no
+handshake and every body carries the ``_meta`` envelope. So the server
+(``benchmarks/_http_echo_server.py``) does the same work as for snodo. Shapes:
 sequential on one connection; N threads, each with its own keep-alive connection.
 
 ``benchmarks/streamable_http.py`` imports :func:`rates` for its floor rows (each in its own
@@ -23,6 +25,8 @@ import argparse
 import itertools
 import json
 import socket
+import struct
+import sys
 import threading
 import time
 from typing import Any
@@ -49,6 +53,13 @@ class Connection:
     def __init__(self, host: str, port: int) -> None:
         self.sock = socket.create_connection((host, port), timeout=DEADLINE)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if hasattr(socket, "SO_RCVTIMEO") and sys.platform == "linux":
+            # As snodo's wire does on Linux: a blocking socket whose waits the kernel bounds,
+            # so no poll() before each send and recv (each would hand the GIL over once more).
+            self.sock.settimeout(None)
+            bound = struct.pack("@ll", int(DEADLINE), 0)
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, bound)
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, bound)
         self.pending = b""
 
     def exchange(self, head: bytes, body: bytes) -> tuple[int, dict[bytes, bytes], bytes]:

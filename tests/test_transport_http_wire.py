@@ -10,6 +10,7 @@ pool is left alone.
 
 from __future__ import annotations
 
+import select
 import socket
 import struct
 import threading
@@ -122,6 +123,13 @@ class RawServer:
                 remaining = deadline - time.monotonic()
                 assert remaining > 0, f"{self.closed} of {count} connections closed"
                 self._cond.wait(remaining)
+
+    def send_raw(self, data: bytes) -> None:
+        """Send ``data`` on every connection, outside any response (a server gone wrong)."""
+        with self._cond:
+            socks = list(self._socks)
+        for sock in socks:
+            sock.sendall(data)
 
     def drop_all(self) -> None:
         """Close every connection from the server's side (as a server's idle timeout does)."""
@@ -307,6 +315,77 @@ def test_a_partial_head_then_a_close_is_no_response(
     with pytest.raises(http_wire.NoResponse):
         post(wire, server.url)
     assert server.requests == [(1, 1)]
+
+
+def test_an_idle_connection_with_stray_bytes_is_replaced(
+    serve: Callable[..., RawServer], wire: http_wire.WirePool
+) -> None:
+    """Bytes that arrive on an idle connection, after its response was read, answer nothing:
+    the connection is seen unusable before a request goes out on it (on Linux from the
+    kernel's TCP state, with no poll), and the request goes out on a new one."""
+    server = serve()
+    wire.retain(server.url)
+    used: list[socket.socket] = []
+    response = wire.request(
+        "POST",
+        server.url,
+        {},
+        b"{}",
+        connect_timeout=5.0,
+        read_timeout=5.0,
+        head_limit=4096,
+        on_socket=used.append,
+    )
+    assert response.read1(100) == b'{"n": 1}' and response.read1(100) == b""
+    response.release_conn()
+    assert wire.idle_count() == 1
+    server.send_raw(b'HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n{"n": 99}')
+    readable, _, _ = select.select(used, [], [], 5.0)
+    assert readable == used  # the stray bytes are in the client's kernel buffer
+    assert post(wire, server.url) == b'{"n": 1}'  # the first answer on a new connection
+    assert server.connections == 2
+
+
+def test_a_write_the_server_reads_slowly_times_out_within_the_timeout(
+    wire: http_wire.WirePool,
+) -> None:
+    """A server that reads 4 KiB every 50 ms: each send of a 16 MiB body makes some progress,
+    and the write still fails as a timeout within the request's timeout as a whole (a bound
+    per send would let it run for minutes)."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/mcp"
+    stop = threading.Event()
+
+    def drip_reader() -> None:
+        sock, _ = listener.accept()
+        with sock:
+            for _ in range(400):  # at most 20 s
+                if stop.wait(0.05) or not sock.recv(4096):
+                    return
+
+    reader = threading.Thread(target=drip_reader, daemon=True)
+    reader.start()
+    big = b'{"x": "' + b"a" * (16 << 20) + b'"}'
+    started = time.monotonic()
+    try:
+        with pytest.raises(http_wire.WireTimeout, match="write timed out"):
+            wire.request(
+                "POST",
+                url,
+                {},
+                big,
+                connect_timeout=5.0,
+                read_timeout=0.5,
+                head_limit=4096,
+                deadline=started + 0.5,
+            )
+        elapsed = time.monotonic() - started
+        assert 0.4 < elapsed < 1.5, elapsed
+    finally:
+        stop.set()
+        listener.close()
+        reader.join(5.0)
 
 
 def test_a_request_that_did_not_go_out_whole_is_sent_again_on_a_new_connection(

@@ -19,6 +19,7 @@ import functools
 import select
 import socket
 import ssl
+import struct
 import sys
 import threading
 import time
@@ -79,18 +80,92 @@ class NoResponse(WireError):
     it is never sent again (the caller reports the outcome as unknown)."""
 
 
+#: Plain TCP sockets on Linux wait with the kernel's own timeouts (``SO_RCVTIMEO``,
+#: ``SO_SNDTIMEO``) on a blocking socket and are checked for a close with ``TCP_INFO``: no
+#: ``poll`` before each ``send`` and ``recv``, and none at reuse, so a request gives the GIL up
+#: twice instead of five times (docs/decisions/0052). TLS and gevent's sockets keep the
+#: socket's own timeout and ``poll``.
+_KERNEL_WAITS = sys.platform == "linux" and hasattr(socket, "TCP_INFO")
+_TCP_INFO_SIZE = 136  # up to ``tcpi_bytes_received`` (Linux 4.1)
+_TCP_ESTABLISHED = 1
+_UNSET = -1.0
+
+
 class _Conn:
     """One socket, the bytes read from it past the last response, and (while idle) when it
-    expires."""
+    expires. ``kernel``: its waits are bounded by the kernel's timeouts (see ``_KERNEL_WAITS``);
+    ``received`` counts the bytes read from it, to tell a stray byte from none."""
 
-    __slots__ = ("buf", "expires", "key", "reused", "sock")
+    __slots__ = ("buf", "expires", "kernel", "key", "received", "reused", "sock", "timeout")
 
-    def __init__(self, sock: socket.socket, key: tuple[Any, ...]) -> None:
+    def __init__(self, sock: socket.socket, key: tuple[Any, ...], kernel: bool = False) -> None:
         self.sock = sock
         self.key = key
         self.buf = b""
         self.reused = False
         self.expires = 0.0
+        self.kernel = kernel
+        self.received = 0
+        self.timeout: float | None = _UNSET  # the kernel timeouts set (None: no bound)
+
+    def wait_at_most(self, timeout: float | None) -> None:
+        """Bound each next wait of the socket (a send, a receive) by ``timeout`` seconds."""
+        if not self.kernel:
+            self.sock.settimeout(timeout)
+        elif timeout != self.timeout:
+            self.timeout = timeout
+            value = _timeval(timeout)
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, value)
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, value)
+
+    def send(self, payload: bytes) -> None:
+        """All of ``payload``, within the timeout as a whole (``TimeoutError``), as
+        ``sendall`` on a socket with a timeout; another ``OSError`` when the connection fails
+        first (some bytes never left then)."""
+        if not self.kernel:
+            self.sock.sendall(payload)
+            return
+        timeout = self.timeout
+        started = time.monotonic()
+        try:
+            sent = self.sock.send(payload)  # blocking: returns short only at the timeout
+            if sent == len(payload):
+                return
+            # Short (the send buffer stayed full until the timeout, or a signal came): the
+            # rest within what is left of the timeout.
+            view = memoryview(payload)[sent:]
+            while view:
+                if timeout is not None:
+                    left = timeout - (time.monotonic() - started)
+                    if left <= 0:
+                        raise TimeoutError("timed out")
+                    self.wait_at_most(left)
+                view = view[self.sock.send(view) :]
+        except BlockingIOError:  # the kernel's timeout, with nothing sent
+            raise TimeoutError("timed out") from None
+        finally:
+            self.wait_at_most(timeout)
+
+    def recv(self, size: int) -> bytes:
+        """Up to ``size`` bytes, waiting at most the timeout (``TimeoutError``)."""
+        try:
+            data = self.sock.recv(size)
+        except BlockingIOError:  # the kernel's timeout
+            raise TimeoutError("timed out") from None
+        self.received += len(data)
+        return data
+
+    def seen_closed(self) -> bool | None:
+        """Whether the peer closed or reset the connection or sent bytes no request asked for,
+        from the kernel's TCP state (no wait, no GIL hand-off); None when it cannot tell."""
+        try:
+            info = self.sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, _TCP_INFO_SIZE)
+        except OSError:
+            return True
+        if len(info) < _TCP_INFO_SIZE:
+            return None
+        unread = int.from_bytes(info[128:136], sys.byteorder) - self.received
+        return info[0] != _TCP_ESTABLISHED or unread != 0
 
     def close(self) -> None:
         try:
@@ -174,7 +249,7 @@ class Response:
 
     def _recv(self, conn: _Conn, size: int) -> bytes:
         try:
-            return conn.sock.recv(size)
+            return conn.recv(size)
         except TimeoutError:
             self._reusable = False
             raise WireTimeout("read timed out") from None
@@ -353,16 +428,15 @@ class WirePool:
         head_limit: int,
         deadline: float | None = None,
     ) -> Response:
-        sock = conn.sock
         timeout = read_timeout if deadline is None else _until(deadline, read_timeout)
-        sock.settimeout(timeout)
+        conn.wait_at_most(timeout)
         set_at = time.monotonic() if deadline is not None else 0.0
         try:
-            sock.sendall(payload)  # bounded as a whole by the socket's timeout
+            conn.send(payload)  # bounded as a whole by the timeout
         except TimeoutError:
             raise WireTimeout("write timed out") from None
         except OSError as exc:
-            # sendall returns only once every byte was handed to the kernel; when it raises,
+            # send returns only once every byte was handed to the kernel; when it raises,
             # some bytes of the request were never sent, so the server cannot have read it
             # whole (its Content-Length says how long it is) nor acted on it. On a reused
             # connection that is the server having closed it meanwhile: safe to send again on
@@ -390,7 +464,7 @@ class WirePool:
                     if not 100 <= head.status < 200:
                         conn.buf = reader.rest
                         if timeout != read_timeout:  # the body's reads wait as before
-                            sock.settimeout(read_timeout)
+                            conn.wait_at_most(read_timeout)
                         return Response(self, conn, head, framing)
                     interim += 1  # interim: skip it; every head counts against the limit
                     if interim > MAX_INTERIM:
@@ -402,10 +476,10 @@ class WirePool:
                 # Time has passed since the timeout was set (a slow write, a head in pieces):
                 # this read waits only for what is left of the deadline.
                 timeout = _until(deadline, read_timeout)
-                sock.settimeout(timeout)
+                conn.wait_at_most(timeout)
                 set_at = time.monotonic()
             try:
-                data = sock.recv(RECV_SIZE)
+                data = conn.recv(RECV_SIZE)
             except TimeoutError:
                 raise WireTimeout("read timed out") from None
             except OSError as exc:
@@ -416,26 +490,30 @@ class WirePool:
     # -- idle connections ------------------------------------------------------------------------
 
     def _take(self, key: Key) -> _Conn | None:
+        """The newest idle connection to ``key`` not seen closed, or None. The check is a
+        system call, so it runs outside the lock: a thread waiting for the GIL behind it
+        must not also hold every other caller off the pool (docs/decisions/0052)."""
         now = self._clock()
         dead: list[_Conn] = []
         found = None
-        with self._lock:
-            if now >= self._next_expiry:
-                self._expire_locked(now, dead)
-            idle = self._idle.get(key)
-            while idle:
-                conn = idle.pop()
-                if _closed([conn.sock]):
-                    # Seen closed (or with stray bytes): a server that closes one idle
-                    # connection usually closes them all, so check the others at once.
-                    dead.append(conn)
-                    self._drop_closed_locked(dead, key)
-                    continue
-                conn.reused = True
-                found = conn
+        while found is None:
+            with self._lock:
+                if now >= self._next_expiry:
+                    self._expire_locked(now, dead)
+                idle = self._idle.get(key)
+                conn = idle.pop() if idle else None
+                if idle is not None and not idle:
+                    del self._idle[key]
+            if conn is None:
                 break
-            if idle is not None and not idle:
-                del self._idle[key]
+            if _closed([conn]):
+                # Seen closed (or with stray bytes): a server that closes one idle
+                # connection usually closes them all, so check the others at once.
+                dead.append(conn)
+                self._drop_closed(dead, key)
+                continue
+            conn.reused = True
+            found = conn
         for conn in dead:
             conn.close()
         return found
@@ -475,18 +553,27 @@ class WirePool:
                 del self._idle[key]
         self._next_expiry = nearest
 
-    def _drop_closed_locked(self, dead: list[_Conn], key: Key | None = None) -> None:
-        """Move the idle connections (of ``key``, or all) seen closed to ``dead``."""
-        for k in [key] if key is not None else list(self._idle):
-            idle = self._idle.get(k)
-            if not idle:
-                continue
-            closed = _closed([conn.sock for conn in idle])
-            if closed:
-                keep = [conn for conn in idle if conn.sock not in closed]
-                dead.extend(conn for conn in idle if conn.sock in closed)
-                idle.clear()
-                idle.extend(keep)
+    def _drop_closed(self, dead: list[_Conn], key: Key | None = None) -> None:
+        """Move the idle connections (of ``key``, or all) seen closed to ``dead``; they are
+        checked outside the lock, and one taken meanwhile is left to its taker."""
+        with self._lock:
+            keys = [key] if key is not None else list(self._idle)
+            looked = [conn for k in keys for conn in self._idle.get(k, ())]
+        closed = _closed(looked) if looked else set()
+        if not closed:
+            return
+        with self._lock:
+            for k in keys:
+                idle = self._idle.get(k)
+                if not idle:
+                    continue
+                keep = [conn for conn in idle if conn not in closed]
+                if len(keep) != len(idle):
+                    dead.extend(conn for conn in idle if conn in closed)
+                    idle.clear()
+                    idle.extend(keep)
+                if not idle:
+                    del self._idle[k]
 
     def _arm_locked(self, now: float) -> None:
         """Start the sweep timer for the next expiry (the timer service never takes this lock
@@ -511,10 +598,9 @@ class WirePool:
         with self._lock:
             self._sweeper = None
             self._expire_locked(now, dead)
-            self._drop_closed_locked(dead)
-            for key in [k for k, idle in self._idle.items() if not idle]:
-                del self._idle[key]
-            if self._idle:
+        self._drop_closed(dead)
+        with self._lock:
+            if self._idle and self._sweeper is None:
                 self._arm_locked(now)
         for conn in dead:
             conn.close()
@@ -539,6 +625,9 @@ class WirePool:
                 if deadline is not None:  # the handshake waits only for what is left
                     sock.settimeout(_until(deadline, timeout))
                 sock = self._context.wrap_socket(sock, server_hostname=host)
+            kernel = _KERNEL_WAITS and type(sock).__module__ == "socket"  # not TLS, not gevent's
+            if kernel:
+                sock.settimeout(None)  # blocking: the kernel's timeouts bound its waits
         except TimeoutError:
             sock.close()
             raise WireTimeout(f"TLS handshake with {host}:{port} timed out") from None
@@ -547,7 +636,7 @@ class WirePool:
             raise ConnectError(
                 f"TLS with {host}:{port} failed: {exc}", tls.failure_reason(exc)
             ) from None
-        return _Conn(sock, key)
+        return _Conn(sock, key, kernel)
 
     @property
     def sweeping(self) -> bool:
@@ -638,23 +727,32 @@ def _real_poll() -> Callable[[], Any] | None:
 _POLL = _real_poll()
 
 
-def _closed(socks: list[socket.socket]) -> set[socket.socket]:
-    """The sockets among ``socks`` that are readable, in error or closed now: an idle
+def _timeval(timeout: float | None) -> bytes:
+    """``timeout`` as the kernel's ``struct timeval`` (zero: no bound; a bound is at least 1 µs)."""
+    if timeout is None:
+        return struct.pack("@ll", 0, 0)
+    micros = max(1, int(timeout * 1_000_000))
+    return struct.pack("@ll", micros // 1_000_000, micros % 1_000_000)
+
+
+def _closed(conns: list[_Conn]) -> set[_Conn]:
+    """The connections among ``conns`` that are readable, in error or closed now: an idle
     connection with anything to read is at EOF, reset, or has stray bytes; none is usable."""
-    by_fd: dict[int, socket.socket] = {}
-    out: set[socket.socket] = set()
-    for sock in socks:
-        fileno = sock.fileno()
-        if fileno < 0:
-            out.add(sock)
-        else:
-            by_fd[fileno] = sock
+    out: set[_Conn] = set()
+    by_fd: dict[int, _Conn] = {}
+    for conn in conns:
+        fileno = conn.sock.fileno()
+        seen = conn.seen_closed() if conn.kernel and fileno >= 0 else None
+        if fileno < 0 or seen:
+            out.add(conn)
+        elif seen is None:
+            by_fd[fileno] = conn
     if not by_fd:
         return out
     try:
         if _POLL is None:
-            ready = select.select(list(by_fd.values()), [], [], 0)[0]
-            out.update(ready)
+            ready = select.select([conn.sock for conn in by_fd.values()], [], [], 0)[0]
+            out.update(conn for conn in by_fd.values() if conn.sock in ready)
             return out
         poller = _POLL()
         for fileno in by_fd:
