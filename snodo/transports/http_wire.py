@@ -177,7 +177,7 @@ class _Conn:
 class Response:
     """A response whose body is read on demand (``read1``); the urllib3 subset the transport
     uses: ``status``, ``headers``, ``read1``, ``release_conn``, ``drain_conn``, ``shutdown``,
-    ``close``; and ``discard``."""
+    ``close``; and ``head_size``, ``discard``."""
 
     def __init__(
         self, wire: WirePool, conn: _Conn, head: http1.Head, framing: tuple[str, int]
@@ -186,6 +186,7 @@ class Response:
         self._conn: _Conn | None = conn
         self.status = head.status
         self.reason = head.reason
+        self.head_size = head.size  # bytes of the head, its blank line included
         self.headers: Headers = head.headers
         self._mode, self._left = framing
         self._chunked = http1.ChunkedDecoder() if self._mode == "chunked" else None
@@ -396,10 +397,9 @@ class WirePool:
         if where is None:
             raise ConnectError(f"unsupported URL {url!r}")
         key, host_field, target = where
-        fields = dict(headers)
         if body is not None:
-            fields["Content-Length"] = str(len(body))
-        payload = http1.request_head(method, target, host_field, fields)
+            headers = {**headers, "Content-Length": str(len(body))}
+        payload = http1.request_head(method, target, host_field, headers)
         if body:
             payload += body
         conn = self._take(key)

@@ -722,7 +722,7 @@ class HttpTransport(BaseTransport):
         if nonce is not None and note_nonce is not None:
             note_nonce(self.url, nonce)
         limit = self.max_response_bytes
-        head = sum(len(name) + len(value) + 4 for name, value in response.headers.items())
+        head = response.head_size
         length = response.headers.get("content-length")
         if head > limit or (length is not None and length.isdigit() and int(length) + head > limit):
             response.discard()
