@@ -142,3 +142,17 @@ def stop(process: subprocess.Popen[bytes]) -> None:
             process.wait(10)
     if process.stdout is not None:
         process.stdout.close()
+
+
+#: ``python -c`` code that monkey-patches with gevent first, then runs ``argv[1:]`` as a script:
+#: a worker whose threads are greenlets (issue 19's gevent rows).
+_GEVENT_BOOT = (
+    "import os, runpy, sys; from gevent import monkey; monkey.patch_all(); "
+    "sys.argv = sys.argv[1:]; sys.path.insert(0, os.path.dirname(os.path.abspath(sys.argv[0]))); "
+    "runpy.run_path(sys.argv[0], run_name='__main__')"
+)
+
+
+def under_gevent(command: list[str]) -> list[str]:
+    """``[python, script, *args]`` run with gevent's monkey-patching done before anything."""
+    return [command[0], "-c", _GEVENT_BOOT, *command[1:]]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import NamedTuple
 
-__all__ = ["Medians", "ratio_lines", "verdict"]
+__all__ = ["Medians", "gevent_lines", "ratio_lines", "verdict"]
 
 
 class Medians(NamedTuple):
@@ -73,5 +73,32 @@ def ratio_lines(
                 f"16 callers {ratios[1]:.2f}x (target {wanted} on both: {verdict(met)}); "
                 f"client CPU per call {peer} / snodo {theirs.seq_cpu / ours.seq_cpu:.2f}x "
                 "sequential"
+            )
+    return lines
+
+
+def gevent_lines(medians: dict[str, Medians], versions: Sequence[str]) -> list[str]:
+    """snodo under gevent (``"gevent <version>"``: greenlets for the 16 callers) against snodo on
+    threads, per version; target: every rate at least the threaded one."""
+    lines = []
+    for version in versions:
+        green, threads = medians.get(f"gevent {version}"), medians.get(f"snodo {version}")
+        if green is None or threads is None:
+            lines.append(f"ratio snodo gevent {version} / snodo threads {version}: n/a")
+            continue
+        ratios = (green.seq / threads.seq, green.conc / threads.conc)
+        lines.append(
+            f"ratio snodo gevent {version} / snodo threads {version}: sequential "
+            f"{ratios[0]:.2f}x, 16 callers {ratios[1]:.2f}x (target >= 1x on both: "
+            f"{verdict(min(ratios) >= 1.0)}); client CPU per call {green.seq_cpu:.0f} / "
+            f"{threads.seq_cpu:.0f} µs sequential"
+        )
+        bare, bare_threads = medians.get(f"floor-gevent {version}"), medians.get(f"floor {version}")
+        if bare is not None and bare_threads is not None:
+            lines.append(
+                f"  the floor under gevent / on threads {version} (what gevent itself costs): "
+                f"sequential {bare.seq / bare_threads.seq:.2f}x, 16 callers "
+                f"{bare.conc / bare_threads.conc:.2f}x; client CPU per call {bare.seq_cpu:.0f} / "
+                f"{bare_threads.seq_cpu:.0f} µs sequential"
             )
     return lines

@@ -14,6 +14,10 @@ Every client talks to the same tiny raw server, ``benchmarks/_echo_server.py`` (
   queue. The ceiling for a CPython client on this machine at that moment.
 * snodo: ``snodo.connect(snodo.Stdio(python, [_echo_server.py]), protocol=...)``; the concurrent
   callers are 16 threads sharing the one client.
+* gevent: snodo as above in a worker that monkey-patches with gevent before anything else
+  (``_common.under_gevent``); the 16 callers are greenlets. Target (issue 19): every rate at least
+  snodo's on threads. (No floor under gevent here: the bare floor's ``os.read`` of a pipe is not
+  cooperative under gevent, so it would measure the threaded floor again.)
 * mcp 2.3.0 (the official Python SDK): ``mcp.Client(StdioServerParameters(...))`` inside
   ``anyio.run``, ``mode="legacy"`` for 2025-11-25 and ``mode="2026-07-28"``; the concurrent callers
   are 16 anyio tasks on the one session.
@@ -58,7 +62,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from _common import cpu_seconds, footprint, machine, run_json, spread, version_of
+from _common import (
+    cpu_seconds,
+    footprint,
+    machine,
+    run_json,
+    spread,
+    under_gevent,
+    version_of,
+)
 from _node import (
     TS2_DIR,
     TS2_PACKAGE,
@@ -70,7 +82,7 @@ from _node import (
     ts2_command,
     ts2_outcome,
 )
-from _ratios import Medians, ratio_lines
+from _ratios import Medians, gevent_lines, ratio_lines
 
 __all__ = ["main", "node_version"]  # benchmarks/aio.py imports node_version from here
 
@@ -83,8 +95,8 @@ SHARED = "2025-11-25"  # the protocol every client speaks (memory is measured th
 VERSIONS = ("2025-11-25", "2026-07-28")
 #: the clients of each version, the floor first; rounds interleave them in this order
 CLIENTS: dict[str, tuple[str, ...]] = {
-    "2025-11-25": ("floor", "snodo", "mcp", "ts", "ts2"),
-    "2026-07-28": ("floor", "snodo", "mcp", "ts2"),  # the TS SDK 1.x speaks nothing later
+    "2025-11-25": ("floor", "snodo", "gevent", "mcp", "ts", "ts2"),
+    "2026-07-28": ("floor", "snodo", "gevent", "mcp", "ts2"),  # the TS SDK 1.x: nothing later
 }
 PEERS = {"mcp": 1.0, "ts": 1.0, "ts2": 1.0}  # snodo must be ahead of each
 #: case name -> (client, protocol version)
@@ -287,7 +299,7 @@ def worker(kind: str, case: str, args: argparse.Namespace) -> int:
 
             outcome = rates(version, args.calls, args.concurrent_calls, args.warmup, CONCURRENCY)
         else:
-            run = snodo_rates if client == "snodo" else mcp_rates
+            run = snodo_rates if client in ("snodo", "gevent") else mcp_rates
             outcome = run(version, args.calls, args.concurrent_calls, args.warmup)
     elif kind == "heap":
         outcome = snodo_memory(args.connections, traced=True)
@@ -338,7 +350,7 @@ def measure(kind: str, case: str, args: argparse.Namespace) -> dict[str, Any] | 
     command = [sys.executable, __file__, "--worker", kind, case]
     command += ["--calls", str(args.calls), "--concurrent-calls", str(args.concurrent_calls)]
     command += ["--warmup", str(args.warmup), "--connections", str(args.connections)]
-    return run_json(command)
+    return run_json(under_gevent(command) if client == "gevent" else command)
 
 
 def report_rates(args: argparse.Namespace, skipped: dict[str, str]) -> bool:
@@ -351,7 +363,7 @@ def report_rates(args: argparse.Namespace, skipped: dict[str, str]) -> bool:
     negotiated: dict[str, str] = {}
     errors: dict[str, str] = {}
     shapes: dict[str, list[tuple[float, float]]] = {c: [] for c in cases}  # the floor's
-    rounds = {"floor": args.floor_rounds, "ts2": args.ts2_rounds}
+    rounds = {"floor": args.floor_rounds, "gevent": args.floor_rounds, "ts2": args.ts2_rounds}
     for round_number in range(max(args.rounds, *rounds.values())):
         for case in cases:
             if case in errors or round_number >= rounds.get(RATE_CASES[case][0], args.rounds):
@@ -404,7 +416,9 @@ def report_rates(args: argparse.Namespace, skipped: dict[str, str]) -> bool:
     print()
     for line in ratio_lines(medians, RATE_CASES, VERSIONS, PEERS, TARGET_FLOOR, TARGET_CPU):
         print(line)
-    return any(RATE_CASES[case][0] in ("snodo", "floor") for case in errors)
+    for line in gevent_lines(medians, VERSIONS):
+        print(line)
+    return any(RATE_CASES[case][0] in ("snodo", "gevent", "floor") for case in errors)
 
 
 def report_memory(args: argparse.Namespace, skipped: dict[str, str]) -> bool:

@@ -22,6 +22,10 @@ Clients (each measurement in a fresh subprocess):
   ``mode="legacy"`` (2025-11-25); the 16 concurrent callers are 16 anyio tasks on the one session.
   For rates the shared-httpx variant is the same thing (one Client, one httpx client); it differs
   in memory only, where it has its own row.
+* gevent, floor-gevent (against the fast server only): snodo and the floor in a worker that
+  monkey-patches with gevent before anything else (``_common.under_gevent``); their 16 callers
+  are greenlets. snodo under gevent against snodo on threads is issue 19's gevent target, and
+  the floor under gevent against the floor on threads is what gevent itself costs.
 * floor (against the fast server only): no library (``benchmarks/_http_floor.py``): a raw
   keep-alive socket, the request head and body snodo sends for the version, ``json.loads`` and a
   check per call; sequential on one connection, and 16 threads each with its own connection. The
@@ -91,7 +95,17 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from _common import cpu_seconds, footprint, machine, read_port, run_json, spread, stop, version_of
+from _common import (
+    cpu_seconds,
+    footprint,
+    machine,
+    read_port,
+    run_json,
+    spread,
+    stop,
+    under_gevent,
+    version_of,
+)
 from _node import (
     TS2_DIR,
     TS2_PACKAGE,
@@ -103,7 +117,7 @@ from _node import (
     ts2_command,
     ts2_outcome,
 )
-from _ratios import Medians, ratio_lines
+from _ratios import Medians, gevent_lines, ratio_lines
 
 HERE = Path(__file__).resolve().parent
 FAST_SERVER = HERE / "_http_echo_server.py"
@@ -123,8 +137,8 @@ VERSIONS = ("2026-07-28", "2025-11-25")
 CLIENTS = ("snodo", "mcp")
 #: the fast server's clients per version, the floor first; rounds interleave them in this order
 FAST_CLIENTS: dict[str, tuple[str, ...]] = {
-    "2026-07-28": ("floor", "snodo", "mcp", "ts2"),  # the TS SDK 1.x speaks nothing later
-    "2025-11-25": ("floor", "snodo", "mcp", "ts", "ts2"),
+    "2026-07-28": ("floor", "snodo", "floor-gevent", "gevent", "mcp", "ts2"),  # no TS SDK 1.x
+    "2025-11-25": ("floor", "snodo", "floor-gevent", "gevent", "mcp", "ts", "ts2"),
 }
 TS_CLIENTS = ("ts", "ts2")
 #: snodo / peer at least this on the fast server (1.0: ahead)
@@ -422,13 +436,13 @@ def worker(kind: str, case: str, args: argparse.Namespace) -> int:
     outcome: dict[str, Any]
     if kind == "rates":
         client, version = case.split()
-        if client == "floor":
+        if client in ("floor", "floor-gevent"):
             from _http_floor import rates
 
             counts = (args.calls, args.concurrent_calls, args.warmup)
             outcome = rates(args.url, version, *counts, CONCURRENCY)
         else:
-            run = snodo_rates if client == "snodo" else mcp_rates
+            run = snodo_rates if client in ("snodo", "gevent") else mcp_rates
             outcome = run(args.url, version, args.calls, args.concurrent_calls, args.warmup)
     elif case == "snodo":
         outcome = snodo_memory(args.url, args.connections)
@@ -456,7 +470,8 @@ def measure_rates(
     command = [sys.executable, __file__, "--worker", "rates", case, "--url", url]
     command += ["--calls", str(calls), "--concurrent-calls", str(concurrent_calls)]
     command += ["--warmup", str(warmup)]
-    return run_json(command)
+    gevent = client in ("gevent", "floor-gevent")
+    return run_json(under_gevent(command) if gevent else command)
 
 
 def measure_memory(url: str, case: str, connections: int) -> dict[str, Any] | str:
@@ -523,7 +538,7 @@ def report_rates(args: argparse.Namespace, urls: dict[str, str], skipped: dict[s
             f"concurrent callers{extra})"
         )
         print(
-            f"{'case':<17} {'negotiated':<11} {'sequential calls/s min / median / max':>37} "
+            f"{'case':<24} {'negotiated':<11} {'sequential calls/s min / median / max':>37} "
             f"{'µs cpu':>7}  {'16 concurrent calls/s min / median / max':>40} {'µs cpu':>7}"
         )
         medians: dict[str, Medians] = {}
@@ -531,11 +546,11 @@ def report_rates(args: argparse.Namespace, urls: dict[str, str], skipped: dict[s
             name = case[1]
             client = name.split()[0]
             if client in skipped:
-                print(f"{name:<17} skipped: {skipped[client]}")
+                print(f"{name:<24} skipped: {skipped[client]}")
                 continue
             if case in errors:
-                print(f"{name:<17} failed: {errors[case]}")
-                failed = failed or client in ("snodo", "floor")
+                print(f"{name:<24} failed: {errors[case]}")
+                failed = failed or client in ("snodo", "gevent", "floor", "floor-gevent")
                 continue
             medians[name] = Medians(
                 statistics.median(seq[case]),
@@ -544,7 +559,7 @@ def report_rates(args: argparse.Namespace, urls: dict[str, str], skipped: dict[s
                 statistics.median(conc_cpu[case]),
             )
             print(
-                f"{name:<17} {negotiated[case]:<11} "
+                f"{name:<24} {negotiated[case]:<11} "
                 f"{spread(seq[case], lambda v: f'{v:,.0f}'):>37} "
                 f"{medians[name].seq_cpu:7.0f}  "
                 f"{spread(conc[case], lambda v: f'{v:,.0f}'):>40} "
@@ -553,6 +568,8 @@ def report_rates(args: argparse.Namespace, urls: dict[str, str], skipped: dict[s
         if server == "fast":
             names = [name for _, name in server_cases(server)]
             for line in ratio_lines(medians, names, VERSIONS, PEERS, TARGET_FLOOR, TARGET_CPU):
+                print(line)
+            for line in gevent_lines(medians, VERSIONS):
                 print(line)
             print()
             continue
