@@ -23,6 +23,25 @@ class TaskCancelled(Exception):
     """Raised inside a task whose owner (a closing connection) stopped it."""
 
 
+class _Absorbed(BaseException):
+    """Takes the place of a pending ``TaskCancelled``, and is raised and caught at once."""
+
+
+def _absorb_async_exception() -> None:
+    """Drop the calling thread's pending asynchronous exception, if any, by replacing it with
+    one raised here. Not ``PyThreadState_SetAsyncExc(id, NULL)``: on CPython 3.11 that leaves
+    the interpreter's eval breaker set for good, and then any trace or profile function
+    (coverage, pdb, cProfile) loops forever on the next call (docs/decisions/0054)."""
+    try:
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(
+            ctypes.c_ulong(threading.get_ident()), ctypes.py_object(_Absorbed)
+        )
+        for _ in range(1_000_000):  # raised by then: at the next call or backward jump
+            pass
+    except _Absorbed:
+        return
+
+
 class Task:
     """A running function with ``interrupt``, ``join`` and ``is_alive``.
 
@@ -38,6 +57,7 @@ class Task:
         self._thread: threading.Thread | None = None
         self._ending = threading.Lock()
         self._ended = False
+        self._sent = False  # an asynchronous exception was sent to the thread
         if green_mode():
             import gevent
 
@@ -60,18 +80,17 @@ class Task:
                 on_end()
 
     def _settle(self) -> None:
-        """Refuse later interrupts and clear one sent but not yet raised."""
+        """Refuse later interrupts and absorb one sent but not yet raised."""
         while True:
             try:
                 with self._ending:
                     self._ended = True
-                    if self._thread is not None:
-                        ctypes.pythonapi.PyThreadState_SetAsyncExc(
-                            ctypes.c_ulong(threading.get_ident()), None
-                        )
+                    sent = self._sent
+                if sent:
+                    _absorb_async_exception()
                 return
             except TaskCancelled:
-                continue  # raised just before the lock was taken
+                continue  # raised before it could be absorbed
 
     def is_alive(self) -> bool:
         if self._glet is not None:
@@ -99,6 +118,7 @@ class Task:
             ident = self._thread.ident
             if ident is None or not self._thread.is_alive() or "PyPy" in sys.version:
                 return
+            self._sent = True
             ctypes.pythonapi.PyThreadState_SetAsyncExc(
                 ctypes.c_ulong(ident), ctypes.py_object(TaskCancelled)
             )

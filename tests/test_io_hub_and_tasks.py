@@ -4,6 +4,9 @@ server-request handlers rely on."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import textwrap
 import threading
 
 from snodo.interruptible import Task, TaskCancelled
@@ -91,3 +94,42 @@ def test_an_interrupt_never_reaches_on_end() -> None:
     release.set()
     assert task.join(WAIT)
     assert finished == [True]
+
+
+def test_a_trace_function_after_tasks_ended_does_not_hang() -> None:
+    """CPython 3.11 loops forever on the next call under a trace or profile function (coverage,
+    pdb, cProfile) once a thread's asynchronous exception was cleared with NULL; a task's end
+    must not leave the interpreter in that state, interrupted or not (a child process, so that
+    the failure is a timeout, not a hung suite)."""
+    script = textwrap.dedent(
+        """
+        import sys, threading
+        from snodo.interruptible import Task
+
+        inside, gate = threading.Event(), threading.Event()
+
+        def waits():
+            inside.set()
+            gate.wait(10.0)
+
+        interrupted = Task(waits, "interrupted")
+        assert inside.wait(10.0)
+        interrupted.interrupt()
+        gate.set()
+        assert interrupted.join(10.0)
+        assert Task(lambda: None, "quick").join(10.0)
+        calls = []
+        sys.setprofile(lambda frame, event, arg: calls.append(event))
+        len([])
+        sys.setprofile(None)
+        sys.settrace(lambda frame, event, arg: None)
+        (lambda: None)()
+        sys.settrace(None)
+        print("profiled", len(calls) > 0)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60.0
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "profiled True"
