@@ -14,15 +14,16 @@ import os
 import select
 import selectors
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from snodo.log import get_logger
 
 __all__ = [
     "READ_SIZE",
     "IoHub",
+    "Poller",
     "hub",
 ]
 
@@ -34,6 +35,12 @@ READ_SIZE = 256 * 1024
 
 #: epoll flags of a re-armable readiness watch (``watch_oneshot``).
 _ONESHOT = getattr(select, "EPOLLIN", 0) | getattr(select, "EPOLLONESHOT", 0)
+
+
+class Poller(Protocol):
+    """What ``IoHub.poller`` returns: ``select.poll``'s wait, in milliseconds."""
+
+    def poll(self, timeout: float | None = ..., /) -> list[tuple[int, int]]: ...
 
 
 @dataclass(slots=True)
@@ -56,13 +63,34 @@ class IoHub:
         self._selector: selectors.BaseSelector | None = None
         self._epoll: Any = None  # the selector's epoll object, when it is one
         self._wake_r, self._wake_w = -1, -1
+        self._green: dict[int, Any] = {}  # fd -> its GreenOneshot (under gevent)
 
     @property
     def supports_oneshot(self) -> bool:
-        """True when ``watch_oneshot`` is available (an unpatched epoll selector)."""
-        return bool(_ONESHOT) and selectors.DefaultSelector is getattr(
-            selectors, "EpollSelector", None
+        """True when ``watch_oneshot`` is available: an unpatched epoll selector, or gevent's
+        loop (``green``)."""
+        return self.green or (
+            bool(_ONESHOT)
+            and selectors.DefaultSelector is getattr(selectors, "EpollSelector", None)
         )
+
+    @property
+    def green(self) -> bool:
+        """True when gevent has patched ``selectors``: the hub is a greenlet, and the one-shot
+        watches and pollers wait on gevent's loop."""
+        return getattr(selectors.DefaultSelector, "__module__", "") == "gevent.selectors"
+
+    def poller(self, fds: Sequence[int]) -> Poller:
+        """A poller for reading ``fds`` that does not stall other callers: the kernel's
+        ``poll`` on threads, one on gevent's loop under gevent."""
+        if self.green:
+            from snodo.transports.green_io import GreenPoller
+
+            return GreenPoller(fds)
+        poller = select.poll()
+        for fd in fds:
+            poller.register(fd, select.POLLIN)
+        return poller
 
     def watch(self, fd: int, on_data: Callable[[bytes], None], on_eof: Callable[[], None]) -> None:
         """Call ``on_data(chunk)`` for bytes read from ``fd`` and ``on_eof()`` once at its end."""
@@ -89,18 +117,32 @@ class IoHub:
     def watch_oneshot(self, fd: int, on_ready: Callable[[], None]) -> None:
         """Call ``on_ready()`` when ``fd`` is readable, then not again until ``rearm(fd)``
         (the callback reads the descriptor itself). Needs ``supports_oneshot``."""
+        if self.green:
+            from snodo.transports.green_io import GreenOneshot
+
+            self._green[fd] = GreenOneshot(fd, on_ready, self._call)
+            return
         with self._lock:
             self._pending.append(("add", fd, _Watch(None, on_ready, oneshot=True), None))
             self._ensure_running()
             self._wake()
 
     def rearm(self, fd: int) -> None:
-        """Let a ``watch_oneshot`` descriptor fire again; safe from any thread (one syscall)."""
+        """Let a ``watch_oneshot`` descriptor fire again; safe from any thread (one syscall;
+        under gevent, from the greenlets of the thread that watched it)."""
+        green = self._green.get(fd) if self._green else None
+        if green is not None:
+            green.arm()
+            return
         self._modify(fd, _ONESHOT)
 
     def disarm(self, fd: int) -> None:
         """Stop a ``watch_oneshot`` descriptor firing until ``rearm(fd)`` (a hang-up may still
         fire it once)."""
+        green = self._green.get(fd) if self._green else None
+        if green is not None:
+            green.disarm()
+            return
         self._modify(fd, _ONESHOT & ~getattr(select, "EPOLLIN", 0))
 
     def _modify(self, fd: int, events: int) -> None:
@@ -115,6 +157,10 @@ class IoHub:
     def unwatch(self, fd: int, timeout: float = 5.0) -> None:
         """Stop watching ``fd``; when this returns no callback for it is running or will run, so
         the caller may close the descriptor (whose number the OS may then reuse at once)."""
+        green = self._green.pop(fd, None) if self._green else None
+        if green is not None:
+            green.close(timeout)
+            return
         done = threading.Event()
         with self._lock:
             thread = self._thread

@@ -9,7 +9,7 @@ The hot path: the caller writes its request line itself, then reads the server's
 when no one else is (the *leader*; other callers wait on their own inbox, and the leader puts
 their responses there). With no caller waiting, the hub reads (architecture §3 allows a reader to
 complete a pending request directly; see docs/decisions/0008-stdio-io-hub.md and
-0023-stdio-leader-reading.md). Under gevent the hub always reads.
+0023-stdio-leader-reading.md). Under gevent the same, on gevent's loop (0053).
 
 The server's stderr is read by the hub too, line by line, to the ``stderr=`` sink (by default
 the logger ``snodo.server.<name>.stderr``); its last lines (``snodo.protocol.stderr_tail``) go
@@ -22,7 +22,6 @@ import itertools
 import logging
 import os
 import queue
-import select
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -59,7 +58,7 @@ from snodo.transports.base import (
     ServerRequestHandler,
     TransportTraits,
 )
-from snodo.transports.io_hub import READ_SIZE, hub
+from snodo.transports.io_hub import READ_SIZE, Poller, hub
 from snodo.transports.listening import (
     Listening,
     SessionFanout,
@@ -114,6 +113,22 @@ LEAD_SPIN = 50e-6
 HANDLERS_STOP = 2.0
 #: The handler pool after close: no new one starts.
 _STOPPED = "stopped"
+
+
+class _Waiting:
+    """How many callers wait in ``_await_leading`` in the process (counted under gevent)."""
+
+    __slots__ = ("count",)
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    @property
+    def lone(self) -> bool:
+        return self.count == 1
+
+
+_GREEN_WAITING = _Waiting()
 
 
 #: The queue of a submitted request: none (nothing reads it).
@@ -182,11 +197,12 @@ class StdioTransport(BaseTransport):
         self._child = process.spawn(target.command, target.args, env=env, cwd=cwd, stderr=mode)
         # Leader reading (docs/decisions/0023): who reads stdout now, and the callers waiting.
         self._lead = hub().supports_oneshot and self._child.pidfd is not None
+        self._green = hub().green
         self._reader: Any = None
         self._followers: set[_Call] = set()
         self._stdout_done = False
         self._exit_pending = False
-        self._poller: Any = None
+        self._poller: Poller | None = None
         self._reader_free: threading.Condition | None = None  # made by close, if it waits
         self._bytes_in = 0
         #: Told when the server exits while an event loop holds the reader role.
@@ -505,6 +521,9 @@ class StdioTransport(BaseTransport):
         """``_await`` with leader reading: read stdout while no one else does, else wait on
         the inbox (where the leader puts the response, or the reader role when it is handed
         over). The role is given up before any user code runs and before returning."""
+        green = self._green
+        if green:
+            _GREEN_WAITING.count += 1  # greenlets do not preempt one another: no lock
         try:
             while True:
                 if not call.queue.empty():
@@ -534,14 +553,16 @@ class StdioTransport(BaseTransport):
                     return response
                 deadline = deadline.after_progress(time.monotonic())
         finally:
+            if green:
+                _GREEN_WAITING.count -= 1
             self._leave(call)
 
     def _take_reader(self, call: _Call) -> bool:
         """True when ``call`` holds the reader role (taken now or handed over); else it is
         entered as a follower, to wait on its inbox."""
+        if self._reader is call:  # handed over: only its holder takes the role away
+            return True
         with self._lock:
-            if self._reader is call:
-                return True
             if self._reader is None and not self._stdout_done and self._lost is None:
                 self._reader = call
                 hub().disarm(self._child.stdout)
@@ -571,16 +592,15 @@ class StdioTransport(BaseTransport):
         """As the reader: wait (up to ``remaining``) for stdout or the exit, and read."""
         poller = self._poller
         if poller is None:
-            poller = self._poller = select.poll()
-            poller.register(self._child.stdout, select.POLLIN)
             assert self._child.pidfd is not None
-            poller.register(self._child.pidfd, select.POLLIN)
+            poller = self._poller = hub().poller((self._child.stdout, self._child.pidfd))
         # Capped, so a close() that failed this call while no byte arrives is seen soon.
         wait = LEAD_POLL_MS if remaining is None else min(LEAD_POLL_MS, remaining * 1000.0)
         events = poller.poll(0)
-        if not events and not self._followers:
+        if not events and not self._followers and (not self._green or _GREEN_WAITING.lone):
             # A lone caller polls a little before it sleeps: a response that comes within
-            # LEAD_SPIN is then read without a wake-up (docs/decisions/0026).
+            # LEAD_SPIN is then read without a wake-up (docs/decisions/0026). Under gevent only
+            # when no other caller in the process waits: the spin holds up every greenlet.
             until = time.monotonic() + min(LEAD_SPIN, wait / 1000.0)
             while not events and time.monotonic() < until:
                 events = poller.poll(0)
