@@ -131,7 +131,7 @@ def test_closing_the_oneshot_watch_waits_for_its_running_callback(
     assert read == [b"data"]
 
 
-def test_the_poller_answers_from_the_kernel_first_and_waits_on_the_loop(
+def test_the_poller_answers_poll_0_from_the_kernel_and_waits_on_the_loop(
     pipe: tuple[int, int],
 ) -> None:
     import gevent
@@ -149,3 +149,5 @@ def test_the_poller_answers_from_the_kernel_first_and_waits_on_the_loop(
     writer.join(1.0)
     assert [fd for fd, _ in events] == [read_end]
     assert poller.poll(0) != []  # still unread: the kernel says so at once
+    ready = poller.poll(5000.0)  # and a wait on it returns at the loop's next turn
+    assert [fd for fd, _ in ready] == [read_end]

@@ -75,8 +75,9 @@ class GreenOneshot:
 
 
 class GreenPoller:
-    """``select.poll`` for reading ``fds``, waiting on gevent's loop: the kernel is asked first
-    (no switch when something is ready), then the greenlet sleeps on watchers made once."""
+    """``select.poll`` for reading ``fds``, waiting on gevent's loop: ``poll(0)`` asks the
+    kernel (no switch), a wait sleeps on watchers made once. The reading caller always polls
+    with 0 first, so a wait does not ask the kernel again."""
 
     def __init__(self, fds: Sequence[int]) -> None:
         self._hub = get_hub()
@@ -87,8 +88,8 @@ class GreenPoller:
 
     def poll(self, timeout: float | None = None) -> list[tuple[int, int]]:
         """What is readable, waiting up to ``timeout`` milliseconds (None: no bound)."""
-        events: list[tuple[int, int]] = self._kernel.poll(0)
-        if events or timeout == 0:
+        if timeout == 0:
+            events: list[tuple[int, int]] = self._kernel.poll(0)
             return events
         waiter = Waiter(self._hub)
         switch = waiter.switch
